@@ -1,0 +1,16 @@
+##@ Python parts (mk/python.mk)
+#
+# unit-test           the role's modules (tests/unit) and the ansible-runner event plugin
+#                     (runner-http-plugin/tests); real ansible-runner runs, no cluster
+# unit-cluster-test   llmmodel_status against the API server in $(KUBECONFIG); fails, never skips,
+#                     when it is not reachable
+
+VENV ?= .venv
+PYTEST_FLAGS ?= -q
+
+.PHONY: unit-test unit-cluster-test
+unit-test: venv ## pytest of the role's modules and the runner event plugin (no cluster needed).
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not cluster" tests/unit runner-http-plugin/tests
+
+unit-cluster-test: venv ## pytest of llmmodel_status against the cluster in KUBECONFIG.
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m cluster tests/unit

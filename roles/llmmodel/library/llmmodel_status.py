@@ -1,0 +1,369 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Write fields and conditions of an object's status subresource with one merge patch."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llmmodel_status
+short_description: Set fields and conditions in the status subresource of a Kubernetes object
+description:
+  - Reads the object, merges the given O(status) fields and O(conditions) into its current status,
+    and writes the result with one JSON merge patch (C(application/merge-patch+json)) of the
+    C(/status) subresource. When nothing would change it does not write at all and reports
+    C(changed=false), so a reconcile of an unchanged object stays at C(changed=0).
+  - Conditions are merged by C(type). A given condition replaces the stored one of the same type;
+    its C(lastTransitionTime) is kept unless its C(status) value changes, and its
+    C(observedGeneration) is set to O(observed_generation). Conditions of other types, such as
+    ansible-operator's C(Running), C(Successful) and C(Failure), are left as they are.
+  - The patch carries the C(resourceVersion) that was read, so a status written by someone else in
+    between is never overwritten with stale conditions; on a conflict the module reads again and
+    retries a few times.
+  - Written for the LLMModel role, where ansible-operator's C(operator_sdk.util.k8s_status) (Galaxy
+    only) is not available. Works for any kind with a status subresource.
+version_added: "0.1.0"
+author:
+  - llm-operator maintainers
+requirements:
+  - kubernetes >= 24.2.0 (Python client)
+options:
+  api_version:
+    description: API version of the object, C(group/version) or C(v1) for the core group.
+    type: str
+    required: true
+  kind:
+    description: Kind of the object, for example C(LLMModel).
+    type: str
+    required: true
+  name:
+    description: Name of the object.
+    type: str
+    required: true
+  namespace:
+    description: Namespace of the object. Required for namespaced kinds, ignored for cluster-scoped ones.
+    type: str
+  status:
+    description:
+      - Status fields to set, merged into the current status with JSON merge-patch rules. Maps
+        merge recursively, a C(null) value removes the field, anything else replaces it.
+      - Must not contain C(conditions); use O(conditions).
+    type: dict
+    default: {}
+  conditions:
+    description:
+      - Conditions to set, merged by type into the stored ones. Omit to leave conditions alone.
+    type: list
+    elements: dict
+    suboptions:
+      type:
+        description: Condition type in CamelCase, for example C(Ready).
+        type: str
+        required: true
+      status:
+        description: Condition status.
+        type: str
+        required: true
+        choices: ["True", "False", "Unknown"]
+      reason:
+        description: CamelCase reason of the last transition, for example C(PullSucceeded).
+        type: str
+        required: true
+      message:
+        description: Human-readable detail.
+        type: str
+        default: ""
+  observed_generation:
+    description:
+      - The C(metadata.generation) the conditions describe. Defaults to the generation of the object
+        as read by the module.
+    type: int
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file.
+      - Without it and without O(host), the module uses E(K8S_AUTH_KUBECONFIG), then E(KUBECONFIG)
+        (both set by ansible-operator for every run, pointing at its local API proxy), then the
+        in-cluster service account, then C(~/.kube/config).
+    type: path
+  context:
+    description: Context of the kubeconfig to use. Defaults to E(K8S_AUTH_CONTEXT) or the current context.
+    type: str
+  host:
+    description:
+      - URL of the API server. Defaults to E(K8S_AUTH_HOST).
+      - With O(host) and no O(kubeconfig), no kubeconfig is read; with both, O(host) overrides the
+        kubeconfig's server.
+    type: str
+  api_key:
+    description: Bearer token for the API server. Defaults to E(K8S_AUTH_API_KEY). Never logged.
+    type: str
+  validate_certs:
+    description:
+      - Whether to verify the API server's TLS certificate. Defaults to E(K8S_AUTH_VERIFY_SSL), else
+        whatever the kubeconfig says.
+    type: bool
+    aliases: [verify_ssl]
+attributes:
+  check_mode:
+    support: full
+    description: Reads the object and reports what would change without writing.
+  diff_mode:
+    support: full
+    description: Returns the status before and after.
+notes:
+  - Under ansible-operator with C(manageStatus) true, the operator rewrites all conditions through a
+    struct without C(observedGeneration) at the start and end of each reconcile, so a condition's
+    C(observedGeneration) does not last beyond the run. A stored condition that only lacks
+    C(observedGeneration) therefore counts as unchanged. Put the reconciled generation in the
+    top-level C(status.observedGeneration) field, which ansible-operator keeps.
+  - Through ansible-operator's proxy, reads come from its cache and may briefly lag; the
+    C(resourceVersion) check and the retries make that safe.
+"""
+
+EXAMPLES = r"""
+- name: Report that the weights are being pulled
+  llmmodel_status:
+    api_version: inference.ai.example.com/v1alpha1
+    kind: LLMModel
+    name: "{{ ansible_operator_meta.name }}"
+    namespace: "{{ ansible_operator_meta.namespace }}"
+    status:
+      phase: Pulling
+      observedGeneration: "{{ _inference_ai_example_com_llmmodel.metadata.generation }}"
+      weights:
+        source: hf://org/model@main
+        ready: false
+    conditions:
+      - type: WeightsReady
+        status: "False"
+        reason: Pulling
+        message: The pull Job is downloading the weights.
+      - type: Ready
+        status: "False"
+        reason: WaitingForWeights
+        message: The server starts once the weights are ready.
+
+- name: Remove the inference URL while terminating
+  llmmodel_status:
+    api_version: inference.ai.example.com/v1alpha1
+    kind: LLMModel
+    name: "{{ ansible_operator_meta.name }}"
+    namespace: "{{ ansible_operator_meta.namespace }}"
+    status:
+      phase: Terminating
+      inferenceURL: null
+"""
+
+RETURN = r"""
+status:
+  description: The status of the object after the module ran (in check mode, what it would be).
+  returned: success
+  type: dict
+  sample:
+    phase: Serving
+    conditions:
+      - type: Ready
+        status: "True"
+        reason: ServerAvailable
+        message: ""
+        lastTransitionTime: "2026-01-01T12:00:00Z"
+        observedGeneration: 3
+diff:
+  description: The status before and after, when run with C(--diff).
+  returned: when diff mode is on
+  type: dict
+"""
+
+import os
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
+
+try:
+    import urllib3
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import (
+        ConflictError,
+        DynamicApiError,
+        NotFoundError,
+        ResourceNotFoundError,
+        ResourceNotUniqueError,
+    )
+
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+CONFLICT_RETRIES = 5
+MERGE_PATCH = "application/merge-patch+json"
+
+ARGUMENT_SPEC = {
+    "api_version": {"type": "str", "required": True},
+    "kind": {"type": "str", "required": True},
+    "name": {"type": "str", "required": True},
+    "namespace": {"type": "str"},
+    "status": {"type": "dict", "default": {}},
+    "conditions": {
+        "type": "list",
+        "elements": "dict",
+        "options": {
+            "type": {"type": "str", "required": True},
+            "status": {"type": "str", "required": True, "choices": ["True", "False", "Unknown"]},
+            "reason": {"type": "str", "required": True},
+            "message": {"type": "str", "default": ""},
+        },
+    },
+    "observed_generation": {"type": "int"},
+    "kubeconfig": {"type": "path"},
+    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
+    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
+    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
+}
+
+
+def input_problems(params):
+    """Problems with the arguments that argument_spec cannot express; empty when all is well."""
+    problems = []
+    if "conditions" in (params["status"] or {}):
+        problems.append("set conditions with the conditions option, not inside status")
+    if params["conditions"] is not None:
+        problems.extend(validate_conditions(params["conditions"]))
+    if params["observed_generation"] is not None and params["observed_generation"] < 0:
+        problems.append("observed_generation must not be negative")
+    return problems
+
+
+def kubeconfig_path(params):
+    """The kubeconfig to load: the option, else (unless host is given) the environment's."""
+    if params["kubeconfig"]:
+        return params["kubeconfig"]
+    if params["host"]:
+        return None
+    return os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
+
+
+def build_api_client(params):
+    """An ApiClient from the kubeconfig, the service account or the explicit host and token."""
+    configuration = k8s_client.Configuration()
+    kubeconfig = kubeconfig_path(params)
+    if kubeconfig or params["context"]:
+        k8s_config.load_kube_config(
+            config_file=kubeconfig, context=params["context"], client_configuration=configuration, persist_config=False
+        )
+    elif not params["host"]:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException:
+            k8s_config.load_kube_config(client_configuration=configuration, persist_config=False)
+    if params["host"]:
+        configuration.host = params["host"]
+    if params["api_key"]:
+        # kubernetes < 30 reads the "authorization" key, later versions "BearerToken" first.
+        bearer = "Bearer " + params["api_key"]
+        configuration.api_key = {"authorization": bearer, "BearerToken": bearer}
+        configuration.api_key_prefix = {}
+        configuration.refresh_api_key_hook = None
+    if params["validate_certs"] is not None:
+        configuration.verify_ssl = params["validate_certs"]
+    return k8s_client.ApiClient(configuration)
+
+
+def find_status_subresource(dynamic, api_version, kind):
+    """The resource and its status subresource, or raise ValueError with the reason."""
+    try:
+        resource = dynamic.resources.get(api_version=api_version, kind=kind)
+    except ResourceNotFoundError:
+        raise ValueError("the API server does not serve kind %s in %s" % (kind, api_version))
+    except ResourceNotUniqueError:
+        raise ValueError("kind %s in %s names more than one resource" % (kind, api_version))
+    status = resource.subresources.get("status")
+    if status is None:
+        raise ValueError("%s %s has no status subresource" % (api_version, kind))
+    return resource, status
+
+
+def api_error_message(exc):
+    """The API server's own message of a failed request (its body never holds secret values)."""
+    summary = getattr(exc, "summary", None)
+    if callable(summary):
+        return summary()
+    return "%s %s" % (getattr(exc, "status", ""), getattr(exc, "reason", exc))
+
+
+def read_and_plan(module, dynamic, resource, namespace):
+    """Read the object; return (obj, result, patch), patch None when nothing would change."""
+    params = module.params
+    obj = dynamic.get(resource, name=params["name"], namespace=namespace).to_dict()
+    current = obj.get("status") or {}
+    generation = params["observed_generation"]
+    if generation is None:
+        generation = (obj.get("metadata") or {}).get("generation")
+    proposed, patch = plan_status(current, params["status"], params["conditions"], generation, now_rfc3339())
+    result = {"changed": patch is not None, "status": proposed}
+    if module._diff:
+        result["diff"] = {"before": current, "after": proposed}
+    return obj, result, patch
+
+
+def write_status(module, dynamic, resource, status_resource, namespace):
+    """Read, plan, and (unless there is nothing to do or check mode is on) patch. Returns the result."""
+    attempt = 0
+    while True:
+        obj, result, patch = read_and_plan(module, dynamic, resource, namespace)
+        if patch is None or module.check_mode:
+            return result
+        # The read resourceVersion makes the API server refuse the patch if the status moved since.
+        patch["metadata"] = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+        try:
+            written = dynamic.patch(
+                status_resource, body=patch, name=module.params["name"], namespace=namespace, content_type=MERGE_PATCH
+            ).to_dict()
+        except ConflictError:
+            if attempt == CONFLICT_RETRIES:
+                raise
+            time.sleep(0.2 * 2**attempt)
+            attempt += 1
+            continue
+        result["status"] = written.get("status") or {}
+        if "diff" in result:
+            result["diff"]["after"] = result["status"]
+        return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    problems = input_problems(module.params)
+    if problems:
+        module.fail_json(msg="invalid arguments: " + "; ".join(problems), problems=problems)
+    if KUBERNETES_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+
+    params = module.params
+    where = "%s %s %s" % (params["api_version"], params["kind"], params["name"])
+    try:
+        dynamic = DynamicClient(build_api_client(params))
+        resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
+        namespace = params["namespace"] if resource.namespaced else None
+        if resource.namespaced and not namespace:
+            module.fail_json(msg="namespace is required for namespaced kind %s" % params["kind"])
+        result = write_status(module, dynamic, resource, status_resource, namespace)
+    except NotFoundError:
+        module.fail_json(msg="%s not found in namespace %s" % (where, params["namespace"]))
+    except ConflictError as exc:
+        module.fail_json(msg="%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
+    except DynamicApiError as exc:
+        module.fail_json(msg="%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status)
+    except (ValueError, k8s_config.ConfigException) as exc:
+        module.fail_json(msg="%s: %s" % (where, exc))
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        module.fail_json(msg="%s: cannot reach the API server: %s" % (where, exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

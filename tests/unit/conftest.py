@@ -1,0 +1,67 @@
+"""Fixtures: run the role's modules in-process like Ansible would, or through a real ansible-runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from unit_helpers import ROLE, VENV_BIN
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "cluster: needs a reachable Kubernetes API server (KUBECONFIG); run by the cluster suite"
+    )
+
+
+@pytest.fixture
+def run_module(capsys):
+    """Run ``module.main()`` with ``args``; return the JSON result it printed (failed ones included)."""
+
+    def run(module, args: dict) -> dict:
+        capsys.readouterr()
+        with patch_module_args(args), pytest.raises(SystemExit) as exited:
+            module.main()
+        out = capsys.readouterr().out
+        result = json.loads(out)
+        assert (exited.value.code == 0) == (not result.get("failed")), out
+        return result
+
+    return run
+
+
+@pytest.fixture
+def run_probe_role(tmp_path):
+    """Run ``tasks`` as a role that carries llmmodel's library and module_utils, through a REAL
+    ``ansible-runner run`` invoked as ansible-operator invokes it. Returns (process, events)."""
+
+    def run(tasks: str, extravars: dict | None = None, env: dict | None = None):
+        role = tmp_path / "roles" / "probe"
+        (role / "tasks").mkdir(parents=True, exist_ok=True)
+        (role / "tasks" / "main.yml").write_text(tasks)
+        for sub in ("library", "module_utils"):
+            if not (role / sub).exists():
+                (role / sub).symlink_to(ROLE / sub)
+        inputdir = tmp_path / "input"
+        for sub in ("env", "project", "inventory"):
+            (inputdir / sub).mkdir(parents=True, exist_ok=True)
+        (inputdir / "env" / "settings").write_text("{}")
+        (inputdir / "env" / "extravars").write_text(json.dumps(extravars or {}))
+        ident = uuid.uuid4().hex[:12]
+        process_env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", ANSIBLE_GATHERING="explicit")
+        process_env.update(env or {})
+        command = [
+            str(VENV_BIN / "ansible-runner"), "run", str(inputdir), "--role", "probe",
+            "--roles-path", str(tmp_path / "roles"), "--hosts", "localhost", "-i", ident, "--role-skip-facts",
+        ]
+        completed = subprocess.run(command, env=process_env, capture_output=True, text=True, timeout=600)
+        events_dir = inputdir / "artifacts" / ident / "job_events"
+        events = sorted((json.loads(p.read_text()) for p in events_dir.glob("*.json")), key=lambda e: e["counter"])
+        return completed, events
+
+    return run

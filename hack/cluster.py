@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The local test cluster: a real control plane from bin/ with kwok playing the kubelets.
+
+    cluster.py up       start it (a no-op that says so when it is already up)
+    cluster.py down     stop it and remove its state; no process or listening port is left
+    cluster.py status   say whether it is up, and show its nodes
+
+Environment: LLM_CLUSTER_PORT (API server port, default 36443), LLM_TESTBED_JOB_SECONDS (how long a
+simulated Job pod runs before it succeeds, default 3). Everything binds to 127.0.0.1. The kubeconfig
+is written to .cluster/kubeconfig.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BIN = ROOT / "bin"
+STATE = ROOT / ".cluster"
+KUBECONFIG = STATE / "kubeconfig"
+WORKDIR = STATE / "kwok"
+NAME = "llm-operator"
+CLUSTER_DIR = WORKDIR / "clusters" / NAME
+TEMPLATES = ROOT / "hack" / "cluster"
+BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl"]
+
+
+def fail(message: str) -> None:
+    print(f"cluster: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def api_port() -> int:
+    raw = os.environ.get("LLM_CLUSTER_PORT", "36443")
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        fail(f"LLM_CLUSTER_PORT={raw!r} is not a port number")
+    return int(raw)
+
+
+def kubectl(*args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(BIN / "kubectl"), "--kubeconfig", str(KUBECONFIG), *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=timeout,
+    )
+
+
+def is_ready() -> bool:
+    if not KUBECONFIG.exists() or not (BIN / "kubectl").exists():
+        return False
+    try:
+        return kubectl("get", "--raw", "/readyz", check=False, timeout=5).stdout.strip() == "ok"
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def render_config(port: int) -> pathlib.Path:
+    job_seconds = os.environ.get("LLM_TESTBED_JOB_SECONDS", "3")
+    try:
+        job_ms = int(float(job_seconds) * 1000)
+    except ValueError:
+        fail(f"LLM_TESTBED_JOB_SECONDS={job_seconds!r} is not a number of seconds")
+    values = {"API_PORT": str(port), "BIN": str(BIN), "JOB_DURATION_MS": str(job_ms)}
+    parts = []
+    for name in ("kwokctl.yaml", "stages.yaml"):
+        text = (TEMPLATES / name).read_text()
+        for key, value in values.items():
+            text = text.replace("${" + key + "}", value)
+        parts.append(text)
+    path = STATE / "kwokctl.yaml"
+    path.write_text("\n---\n".join(parts))
+    return path
+
+
+def kwokctl(*args: str, log: pathlib.Path) -> int:
+    env = dict(os.environ, KWOK_WORKDIR=str(WORKDIR))
+    with log.open("a") as out:
+        return subprocess.run([str(BIN / "kwokctl"), "--name", NAME, *args], env=env, stdout=out, stderr=out, check=False).returncode
+
+
+def wait_for(what: str, check, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    fail(f"timed out after {timeout:.0f}s waiting for {what}; logs: {CLUSTER_DIR / 'logs'}")
+
+
+def nodes_ready() -> bool:
+    out = kubectl("get", "nodes", "-o", "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status}{'\\n'}{end}", check=False).stdout
+    states = out.split()
+    return len(states) >= 3 and all(s == "True" for s in states)
+
+
+def up() -> None:
+    if is_ready():
+        print(f"cluster: already up (kubeconfig {KUBECONFIG.relative_to(ROOT)})")
+        return
+    missing = [b for b in BINARIES if not (BIN / b).exists()]
+    if missing:
+        fail(f"missing {', '.join('bin/' + b for b in missing)}: run `make tools` first")
+    if CLUSTER_DIR.exists():
+        # Left over from a crash or a reboot: clear it so the new cluster starts clean.
+        down(quiet=True)
+    port = api_port()
+    if port_in_use(port):
+        fail(f"port {port} on 127.0.0.1 is in use: stop what holds it or set LLM_CLUSTER_PORT to a free port")
+    STATE.mkdir(exist_ok=True)
+    started = time.monotonic()
+    config = render_config(port)
+    log = STATE / "kwokctl.log"
+    log.write_text("")
+    code = kwokctl("create", "cluster", "--config", str(config), "--kubeconfig", str(KUBECONFIG), "--wait", "60s", "--timeout", "120s", log=log)
+    if code != 0:
+        tail = "\n".join(log.read_text().splitlines()[-15:])
+        down(quiet=True)
+        fail(f"kwokctl create cluster failed (exit {code}); last lines of {log.relative_to(ROOT)}:\n{tail}")
+    wait_for("/readyz", is_ready, 60)
+    ready_after = time.monotonic() - started
+    kubectl("apply", "-f", str(TEMPLATES / "objects.yaml"))
+    wait_for("3 Ready nodes", nodes_ready, 60)
+    # Pods of the default namespace can be created once its ServiceAccount exists.
+    wait_for("the default ServiceAccount", lambda: kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0, 60)
+    print(f"cluster: up in {time.monotonic() - started:.1f}s (API ready after {ready_after:.1f}s) at https://127.0.0.1:{port}")
+    print(f"cluster: export KUBECONFIG={KUBECONFIG}")
+
+
+def pids() -> list[int]:
+    found = []
+    for pid_file in (CLUSTER_DIR / "pids").glob("*.pid") if CLUSTER_DIR.exists() else []:
+        try:
+            found.append(int(pid_file.read_text().strip()))
+        except ValueError:
+            continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def down(quiet: bool = False) -> None:
+    if not CLUSTER_DIR.exists():
+        if not quiet:
+            print("cluster: not running")
+        return
+    remaining = pids()
+    STATE.mkdir(exist_ok=True)
+    kwokctl("delete", "cluster", log=STATE / "kwokctl.log")
+    # kwokctl stops what it started; make sure, so no process or port outlives `down`.
+    for pid in remaining:
+        if alive(pid):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in remaining) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in remaining:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    subprocess.run(["rm", "-rf", str(WORKDIR), str(KUBECONFIG)], check=True)
+    if not quiet:
+        print("cluster: down")
+
+
+def status() -> None:
+    if not is_ready():
+        print("cluster: down")
+        sys.exit(1)
+    print(f"cluster: up (kubeconfig {KUBECONFIG.relative_to(ROOT)})")
+    print(kubectl("get", "nodes", "-o", "wide").stdout, end="")
+
+
+def main(argv: list[str]) -> None:
+    commands = {"up": up, "down": down, "status": status}
+    if len(argv) != 1 or argv[0] not in commands:
+        fail("usage: cluster.py up|down|status")
+    commands[argv[0]]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -15,6 +15,7 @@ import socket
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
@@ -26,7 +27,7 @@ CHUNK = 1 << 16
 class Seen:
     method: str
     path: str
-    headers: dict
+    headers: Message  # case-insensitive: httpx2 sends lower-case names, requests capitalised ones
 
 
 @dataclass
@@ -78,7 +79,7 @@ class RecordingServer:
 
     def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         with self._lock:
-            self.requests.append(Seen(method, handler.path, dict(handler.headers.items())))
+            self.requests.append(Seen(method, handler.path, handler.headers))
         handler.close_connection = True
         self.respond(handler, method, urlsplit(handler.path))
 

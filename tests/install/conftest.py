@@ -1,0 +1,82 @@
+"""Fixtures of the install tests: a reachable cluster and the deployed operator.
+
+The tests need the cluster of `make cluster-up` (or any cluster in $KUBECONFIG). Without one they
+fail, with a message saying so: they never skip. The cluster is shared with other tests, so a CRD
+that was installed before these tests run is left in place (deploy re-applies the same file;
+undeploy keeps it with KEEP_CRDS=true).
+"""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+KUBECONFIG = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
+KUBECTL = os.environ.get("KUBECTL") or str(REPO / "bin" / "kubectl")
+OPERATOR_SDK = os.environ.get("OPERATOR_SDK") or str(REPO / "bin" / "operator-sdk")
+CRD_NAME = "llmmodels.inference.ai.example.com"
+NAMESPACE = "llm-operator-system"
+SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:llm-operator-controller-manager"
+TEST_IMAGE = "example.com/llm-operator:test"
+
+
+def run(*command, check=True, timeout=600, env=None):
+    """Run a command in the repository; return the completed process."""
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "KUBECONFIG": KUBECONFIG, **(env or {})})
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} failed ({result.returncode}):\n"
+                             f"{result.stdout}{result.stderr}")
+    return result
+
+
+def kubectl(*args, check=True):
+    return run(KUBECTL, "--kubeconfig", KUBECONFIG, *args, check=check, timeout=300)
+
+
+def make(*args):
+    return run("make", "--no-print-directory", *args, f"KUBECONFIG={KUBECONFIG}")
+
+
+@pytest.fixture(scope="session")
+def api_client():
+    """A client of the test cluster; fails the tests (never skips them) when there is none."""
+    if not os.path.exists(KUBECONFIG):
+        pytest.fail(f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
+                    "or point KUBECONFIG at a cluster", pytrace=False)
+    ready = subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
+                           capture_output=True, text=True, timeout=30, check=False)
+    if ready.returncode != 0 or ready.stdout.strip() != "ok":
+        pytest.fail(f"the cluster of {KUBECONFIG} is not reachable or not ready "
+                    f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`", pytrace=False)
+    api = config.new_client_from_config(config_file=KUBECONFIG)
+    return api
+
+
+@pytest.fixture(scope="session")
+def crd_preexisted(api_client):
+    """Whether the LLMModel CRD was in the cluster before these tests (then it must stay)."""
+    try:
+        client.ApiextensionsV1Api(api_client).read_custom_resource_definition(CRD_NAME)
+        return True
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        return False
+
+
+@pytest.fixture(scope="session")
+def operator_absent(api_client):
+    """Fail early if the operator is already deployed: these tests deploy and remove it."""
+    try:
+        client.CoreV1Api(api_client).read_namespace(NAMESPACE)
+    except ApiException as error:
+        if error.status == 404:
+            return
+        raise
+    pytest.fail(f"namespace {NAMESPACE} already exists: remove the deployed operator "
+                "(make undeploy KEEP_CRDS=true) before running the install tests", pytrace=False)

@@ -1,27 +1,13 @@
-import hashlib
 import os
-import random
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from puller_testkit import SRC
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))  # the unit tests import the package even before `pip install -e puller`
-
-MANIFEST = ".llm-model-puller.json"
-STAGING = ".llm-model-puller.partial"
-MiB = 1 << 20
-
-
-def payload(size: int, seed: int = 0) -> bytes:
-    return random.Random(seed).randbytes(size)
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass

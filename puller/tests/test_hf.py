@@ -4,8 +4,8 @@ import json
 import socket
 
 import pytest
-from conftest import MANIFEST, MiB, payload
-from servers import FakeHub, HubRepo
+from puller_servers import FakeHub, HubRepo
+from puller_testkit import MANIFEST, MiB, payload
 
 EXIT_AUTH, EXIT_NOT_FOUND, EXIT_NETWORK = 3, 4, 7
 TOKEN = "hf_hubTOKENthatMustNeverBeLogged42"
@@ -171,3 +171,53 @@ def test_switching_from_a_url_to_a_repo_replaces_the_file(hub, puller, dest):
 
     assert run.returncode == 0, run.output
     assert files_in(dest) == {"config.json", "pytorch_model.bin", "vocab.txt", MANIFEST}
+
+
+def gets(hub, name: str) -> int:
+    return sum(1 for r in hub.requests if r.method == "GET" and r.path.endswith("/" + name))
+
+
+def test_a_server_error_is_retried_within_the_run(hub, puller, dest):
+    hub.fail("model-00002-of-00002.safetensors", 503)
+
+    run = puller({"HF_REPO": "acme/tiny", "HF_ENDPOINT": hub.url})
+
+    assert run.returncode == 0, run.output
+    assert "HTTP 503 from the Hub; retry 1/5" in run.stdout
+    assert gets(hub, "model-00002-of-00002.safetensors") == 2
+    assert gets(hub, "model-00001-of-00002.safetensors") == 1  # finished files are not fetched again
+    assert (dest / "model-00002-of-00002.safetensors").read_bytes() == TINY["model-00002-of-00002.safetensors"]
+
+
+def test_the_next_run_keeps_the_files_a_failed_run_finished(hub, puller, dest):
+    hub.fail("model-00002-of-00002.safetensors", 500)
+
+    failed = puller({"HF_REPO": "acme/tiny", "HF_ENDPOINT": hub.url, "PULLER_MAX_RETRIES": "0"})
+
+    assert failed.returncode == EXIT_NETWORK, failed.output
+    assert failed.termination.startswith("network failure: hf://acme/tiny@main: gave up after 1 attempts")
+    assert not (dest / MANIFEST).exists()
+
+    run = puller({"HF_REPO": "acme/tiny", "HF_ENDPOINT": hub.url})
+
+    assert run.returncode == 0, run.output
+    assert "continuing the partial download" in run.stdout
+    assert {name: gets(hub, name) for name in TINY_SERVED} == {
+        name: 2 if name == "model-00002-of-00002.safetensors" else 1 for name in TINY_SERVED
+    }
+    assert files_in(dest) == TINY_SERVED | {MANIFEST}
+
+
+def test_huggingface_hub_resumes_a_dropped_file_with_range(hub, puller, dest):
+    # huggingface_hub writes in 10 MiB chunks, so only a drop past the first chunk leaves something to resume.
+    big = payload(12 * MiB, seed=11)
+    hub.repos["acme/big"] = HubRepo({"config.json": b"{}", "model.safetensors": big})
+    hub.drop("model.safetensors", after=11 * MiB)
+
+    run = puller({"HF_REPO": "acme/big", "HF_ENDPOINT": hub.url})
+
+    assert run.returncode == 0, run.output
+    first, second = [r for r in hub.requests if r.method == "GET" and r.path.endswith("/model.safetensors")]
+    assert "range" not in first.headers
+    assert 0 < int(second.headers["range"].removeprefix("bytes=").removesuffix("-")) <= 11 * MiB
+    assert (dest / "model.safetensors").read_bytes() == big

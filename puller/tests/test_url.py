@@ -1,12 +1,17 @@
 """The MODEL_URL path against a real HTTP server on 127.0.0.1, the puller run as a subprocess."""
 
+import fcntl
 import json
 import os
 import socket
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
-from conftest import MANIFEST, STAGING, MiB, payload, sha256
-from servers import FileServer
+from puller_servers import FileServer
+from puller_testkit import MANIFEST, SRC, STAGING, MiB, payload, sha256
 
 EXIT_AUTH, EXIT_NOT_FOUND, EXIT_CHECKSUM, EXIT_DISK_FULL, EXIT_NETWORK = 3, 4, 5, 6, 7
 TOKEN = "hf_secretTOKENvalue1234567890"
@@ -291,3 +296,29 @@ def test_enospc_while_writing_is_disk_full(files, puller, dest):
     assert run.returncode == EXIT_DISK_FULL, run.output
     assert run.termination.startswith("disk full: No space left on device")
     assert MANIFEST not in run.stdout.splitlines()
+
+
+def test_a_second_puller_waits_for_the_first(files, puller, dest, tmp_path):
+    """Two pods of one Job can overlap; the lock on MODEL_DEST serialises them."""
+    data = payload(1000, seed=14)
+    url = files.add("/m.gguf", data)
+    holder = os.open(dest, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    lines: list[str] = []
+    with subprocess.Popen(
+        [sys.executable, "-m", "llm_model_puller"],
+        env={**os.environ, "PYTHONPATH": str(SRC), "MODEL_DEST": str(dest), "MODEL_URL": url, "HOME": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as waiting:
+        reader = threading.Thread(target=lambda: lines.extend(waiting.stdout), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 20
+        while not any("another puller is working" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("another puller is working" in line for line in lines), lines
+        assert waiting.poll() is None and files.seen("GET") == []
+        os.close(holder)  # the first puller is done
+        assert waiting.wait(timeout=20) == 0
+        reader.join(timeout=5)
+    assert (dest / "m.gguf").read_bytes() == data

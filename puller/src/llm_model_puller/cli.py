@@ -11,7 +11,7 @@ from .errors import DiskFullError, ExitCode, PullerError, UsageError, find_disk_
 from .http_download import pull_url
 from .progress import Progress, human_bytes, log, redact, setup_logging
 from .sources import redact_url
-from .store import Staging, missing_or_wrong, read_manifest
+from .store import Staging, exclusive, missing_or_wrong, read_manifest
 
 DEFAULT_TERMINATION_LOG = Path("/dev/termination-log")
 TERMINATION_MESSAGE_LIMIT = 1024  # Kubernetes keeps 4096 bytes; one readable line is plenty
@@ -68,26 +68,14 @@ def pull(cfg: Config) -> int:
     except OSError as exc:
         raise UsageError(f"MODEL_DEST {dest} is not a writable directory: {exc.strerror or exc}") from None
 
-    manifest = read_manifest(dest)
-    if manifest and manifest["source"] == cfg.source and (not cfg.sha256 or manifest.get("sha256") == cfg.sha256):
-        damaged = missing_or_wrong(dest, manifest)
-        if not damaged:
-            pinned = f"commit {manifest['commit']}" if manifest.get("commit") else f"sha256 {manifest.get('sha256')}"
-            log.info(
-                "%s is already complete in %s (%s, %s, %s); nothing to download",
-                shown,
-                dest,
-                pinned,
-                count(manifest["files"], "file"),
-                human_bytes(manifest.get("total_bytes", 0)),
-            )
-            return ExitCode.OK
-        log.warning(
-            "%s: %s missing or changed (%s); downloading again", dest, count(damaged, "file"), ", ".join(damaged[:3])
-        )
-    elif manifest:
-        log.info("%s holds %s; replacing it with %s", dest, manifest["source"], shown)
+    with exclusive(dest, lambda: log.info("another puller is working in %s; waiting for it to finish", dest)):
+        return pull_locked(cfg, shown)
 
+
+def pull_locked(cfg: Config, shown: str) -> int:
+    dest = cfg.dest
+    if already_complete(cfg, shown):
+        return ExitCode.OK
     staging = Staging(dest)
     if staging.prepare(cfg.source):
         log.info("continuing the partial download of %s found in %s", shown, staging.root)
@@ -105,6 +93,26 @@ def pull(cfg: Config) -> int:
     pinned = f"commit {details['commit']}" if details.get("commit") else f"sha256 {details['sha256']}"
     log.info("done: %s, %s, %s; %s", shown, pinned, count(manifest["files"], "file"), progress.summary())
     return ExitCode.OK
+
+
+def already_complete(cfg: Config, shown: str) -> bool:
+    """True when MODEL_DEST's manifest names this source and every file it lists is there with its size."""
+    dest = cfg.dest
+    manifest = read_manifest(dest)
+    if not manifest:
+        return False
+    if manifest["source"] != cfg.source or (cfg.sha256 and manifest.get("sha256") != cfg.sha256):
+        log.info("%s holds %s; replacing it with %s", dest, manifest["source"], shown)
+        return False
+    damaged = missing_or_wrong(dest, manifest)
+    if damaged:
+        some = ", ".join(damaged[:3])
+        log.warning("%s: %s missing or changed (%s); downloading again", dest, count(damaged, "file"), some)
+        return False
+    pinned = f"commit {manifest['commit']}" if manifest.get("commit") else f"sha256 {manifest.get('sha256')}"
+    files, size = count(manifest["files"], "file"), human_bytes(manifest.get("total_bytes", 0))
+    log.info("%s is already complete in %s (%s, %s, %s); nothing to download", shown, dest, pinned, files, size)
+    return True
 
 
 def count(items: list, noun: str) -> str:

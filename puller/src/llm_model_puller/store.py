@@ -9,10 +9,13 @@ The order that keeps a half-written state from ever looking complete: remove the
 old contents; download into staging; move files into place; fsync; write the manifest atomically.
 """
 
+import fcntl
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -131,6 +134,25 @@ class Staging:
         write_atomically(self.dest / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
         shutil.rmtree(self.root, ignore_errors=True)
         return manifest
+
+
+@contextmanager
+def exclusive(dest: Path, on_wait: Callable[[], None]) -> Iterator[None]:
+    """Hold an flock on MODEL_DEST itself, so that two pullers never interleave on one volume.
+
+    Two pods of one Job can overlap (a replacement starts while the old pod is still terminating).
+    flock is advisory and node-local: it covers a ReadWriteOnce volume, not every network filesystem.
+    """
+    fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def list_files(dest: Path, names: list[str]) -> list[dict]:

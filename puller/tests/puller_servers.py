@@ -59,6 +59,7 @@ class RecordingServer:
 
     def __init__(self):
         self.requests: list[Seen] = []
+        self.faults: dict[str, list[Fault]] = defaultdict(list)
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.app = self
@@ -85,6 +86,20 @@ class RecordingServer:
 
     def respond(self, handler, method, url) -> None:
         raise NotImplementedError
+
+    def fail(self, path: str, status: int, times: int = 1) -> None:
+        """The next `times` GETs of path get this status."""
+        with self._lock:
+            self.faults[path].extend(Fault(status=status) for _ in range(times))
+
+    def drop(self, path: str, after: int, times: int = 1) -> None:
+        """The next `times` GETs of path lose their connection after `after` bytes of the body."""
+        with self._lock:
+            self.faults[path].extend(Fault(drop_after=after) for _ in range(times))
+
+    def take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            return self.faults[path].pop(0) if self.faults[path] else None
 
     def seen(self, method: str | None = None, path: str | None = None) -> list[Seen]:
         with self._lock:
@@ -169,7 +184,6 @@ class FileServer(RecordingServer):
     def __init__(self, files: dict[str, bytes] | None = None):
         super().__init__()
         self.files: dict[str, bytes] = dict(files or {})
-        self.faults: dict[str, list[Fault]] = defaultdict(list)
         self.honour_range = True
         self.send_length = True
         self.require_token: str | None = None
@@ -177,12 +191,6 @@ class FileServer(RecordingServer):
     def add(self, path: str, data: bytes) -> str:
         self.files[path] = data
         return self.url + path
-
-    def fail(self, path: str, status: int, times: int = 1) -> None:
-        self.faults[path].extend(Fault(status=status) for _ in range(times))
-
-    def drop(self, path: str, after: int, times: int = 1) -> None:
-        self.faults[path].extend(Fault(drop_after=after) for _ in range(times))
 
     def etag(self, path: str) -> str:
         return '"' + hashlib.sha256(self.files[path]).hexdigest()[:32] + '"'
@@ -195,10 +203,7 @@ class FileServer(RecordingServer):
         if path not in self.files:
             self.send_status(handler, 404, body=b"no such file\n")
             return
-        fault = None
-        if method == "GET":
-            with self._lock:
-                fault = self.faults[path].pop(0) if self.faults[path] else None
+        fault = self.take_fault(path) if method == "GET" else None
         if fault is not None and fault.status is not None:
             self.send_status(handler, fault.status, body=f"injected {fault.status}\n".encode())
             return
@@ -221,7 +226,10 @@ class HubRepo:
 
 
 class FakeHub(RecordingServer):
-    """Enough of the Hugging Face Hub API for huggingface_hub.snapshot_download."""
+    """Enough of the Hugging Face Hub API for huggingface_hub.snapshot_download.
+
+    Faults are keyed by the file's path in the repo and apply to GET /resolve/ only.
+    """
 
     def __init__(self, repos: dict[str, HubRepo] | None = None, token: str | None = None):
         super().__init__()
@@ -256,9 +264,17 @@ class FakeHub(RecordingServer):
             if file_path not in repo.files:
                 self._error(handler, 404, "EntryNotFound", "Entry not found", {"X-Repo-Commit": repo.commit})
                 return
+            fault = self.take_fault(file_path) if method == "GET" else None
+            if fault is not None and fault.status is not None:
+                self._error(handler, fault.status, "Injected", f"injected {fault.status}")
+                return
             data = repo.files[file_path]
             self.send_bytes(
-                handler, data, etag=f'"{hashlib.sha256(data).hexdigest()}"', headers={"X-Repo-Commit": repo.commit}
+                handler,
+                data,
+                etag=f'"{hashlib.sha256(data).hexdigest()}"',
+                headers={"X-Repo-Commit": repo.commit},
+                fault=fault,
             )
             return
         self.send_status(handler, 404, body=b"unknown route\n")

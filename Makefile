@@ -18,7 +18,7 @@ OPERATOR_LOG ?= $(CURDIR)/.cluster/operator.log
 OPERATOR_PIDFILE ?= $(CURDIR)/.cluster/operator.pid
 OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit \
 	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/$(VENV)/lib/python3.11/site-packages" \
-	ANSIBLE_LIBRARY="$(CURDIR)/roles/llmmodel/library"
+	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
 OPERATOR_ARGS ?= --watches-file watches.yaml --health-probe-bind-address 127.0.0.1:6789 \
 	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 4 \
 	--zap-log-level info

@@ -26,6 +26,7 @@ TINY = {
     "original/consolidated.00.pth": payload(MiB, seed=5),
     "onnx/model.onnx": payload(1000, seed=6),
     "flax_model.msgpack": payload(1000, seed=7),
+    ".llm-model-puller.json": b'{"version": 1, "source": "hf://acme/tiny@main", "files": []}',
 }
 TINY_SERVED = {
     "config.json",
@@ -80,7 +81,7 @@ def test_snapshot_keeps_only_server_files_and_records_the_commit(hub, puller, de
     assert recorded["commit"] == hub.repos["acme/tiny"].commit
     assert recorded["revision"] == "main"
     assert {f["path"]: f["size"] for f in recorded["files"]} == {n: len(TINY[n]) for n in TINY_SERVED}
-    assert f"is commit {hub.repos['acme/tiny'].commit}: 9 of 15 files selected" in run.stdout
+    assert f"is commit {hub.repos['acme/tiny'].commit}: 9 of 16 files selected" in run.stdout
     assert "progress acme/tiny:" in run.stdout and "done: hf://acme/tiny@main" in run.stdout
     assert list(home.iterdir()) == []  # nothing cached under ~ (no ~/.cache/huggingface)
 

@@ -46,6 +46,8 @@ SERVER_PATTERNS = [
     "*merges.txt",
     "*vocab.txt",
 ]
+# The puller's own names in MODEL_DEST; a repo file must not pose as the manifest.
+RESERVED_PATTERNS = [".llm-model-puller*"]
 # Only for repos without safetensors: the old PyTorch pickles are the weights then.
 FALLBACK_WEIGHT_PATTERNS = ["*.bin", "*.pt"]
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -76,7 +78,7 @@ def pull_hf(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
     )
     sizes = {entry.path: entry.size for entry in entries}
     patterns = allow_patterns(list(sizes))
-    selected = sorted(filter_repo_objects(list(sizes), allow_patterns=patterns))
+    selected = sorted(filter_repo_objects(list(sizes), allow_patterns=patterns, ignore_patterns=RESERVED_PATTERNS))
     if not selected:
         raise NotFoundError(f"{repo}@{commit} has no file an inference server reads ({', '.join(patterns)})")
     total = sum(sizes[path] for path in selected)
@@ -104,6 +106,7 @@ def pull_hf(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
             local_dir=staging.files,
             cache_dir=staging.hf_home / "hub",
             allow_patterns=patterns,
+            ignore_patterns=RESERVED_PATTERNS,
             token=token,
             endpoint=cfg.hf_endpoint,
             max_workers=settings.hf_max_workers,

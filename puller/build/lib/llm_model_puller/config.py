@@ -1,0 +1,145 @@
+"""The environment contract: read, validate, refuse bad combinations at once."""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .errors import UsageError
+from .sources import URL_SCHEMES, file_name_for_url, hf_source, public_https_url
+
+DEFAULT_DEST = "/model-weights"
+DEFAULT_REVISION = "main"
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Tuning knobs; the defaults suit a Job, tests shrink them."""
+
+    max_retries: int = 5
+    backoff_seconds: float = 2.0
+    backoff_max_seconds: float = 60.0
+    timeout_seconds: float = 60.0
+    progress_seconds: float = 5.0
+    hf_max_workers: int = 8
+
+
+@dataclass(frozen=True)
+class Config:
+    dest: Path
+    source: str  # canonical: hf://owner/name@revision, or the URL as given
+    hf_repo: str | None = None
+    hf_revision: str | None = None
+    hf_token: str | None = None
+    hf_endpoint: str | None = None
+    url: str | None = None
+    fetch_url: str | None = None  # url translated to http(s)
+    file_name: str | None = None
+    sha256: str | None = None
+    settings: Settings = Settings()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Strings that must never reach a log line or the termination message."""
+        return (self.hf_token,) if self.hf_token else ()
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    # Kubernetes renders absent optional values as "", which means unset here.
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _number(env: Mapping[str, str], name: str, default, kind, minimum):
+    raw = _get(env, name)
+    if raw is None:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a number, got {raw!r}") from None
+    if value < minimum:
+        raise UsageError(f"{name} must be at least {minimum}, got {raw!r}")
+    return value
+
+
+def settings_from_env(env: Mapping[str, str]) -> Settings:
+    return Settings(
+        max_retries=_number(env, "PULLER_MAX_RETRIES", Settings.max_retries, int, 0),
+        backoff_seconds=_number(env, "PULLER_BACKOFF_SECONDS", Settings.backoff_seconds, float, 0),
+        backoff_max_seconds=_number(env, "PULLER_BACKOFF_MAX_SECONDS", Settings.backoff_max_seconds, float, 0),
+        timeout_seconds=_number(env, "PULLER_TIMEOUT_SECONDS", Settings.timeout_seconds, float, 0.1),
+        progress_seconds=_number(env, "PULLER_PROGRESS_SECONDS", Settings.progress_seconds, float, 0.1),
+        hf_max_workers=_number(env, "PULLER_HF_MAX_WORKERS", Settings.hf_max_workers, int, 1),
+    )
+
+
+def _check_http_url(name: str, value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"{name} must be an http(s) URL, got {value!r}")
+
+
+def config_from_env(env: Mapping[str, str]) -> Config:
+    """Build the Config from the Job's environment or raise UsageError with a one-line reason."""
+    repo = _get(env, "HF_REPO")
+    url = _get(env, "MODEL_URL")
+    revision = _get(env, "HF_REVISION")
+    sha256 = _get(env, "MODEL_SHA256")
+    endpoint = _get(env, "HF_ENDPOINT")
+    dest = Path(_get(env, "MODEL_DEST") or DEFAULT_DEST)
+    settings = settings_from_env(env)
+
+    if repo and url:
+        raise UsageError("set exactly one of HF_REPO and MODEL_URL, not both")
+    if not repo and not url:
+        raise UsageError("set exactly one of HF_REPO and MODEL_URL")
+    if endpoint:
+        _check_http_url("HF_ENDPOINT", endpoint)
+        endpoint = endpoint.rstrip("/")
+
+    if repo:
+        if sha256:
+            raise UsageError("MODEL_SHA256 goes with MODEL_URL only; a Hugging Face download is pinned by HF_REVISION")
+        if not REPO_ID.match(repo) or ".." in repo or "--" in repo:
+            raise UsageError(f"HF_REPO must look like owner/name, got {repo!r}")
+        revision = revision or DEFAULT_REVISION
+        return Config(
+            dest=dest,
+            source=hf_source(repo, revision),
+            hf_repo=repo,
+            hf_revision=revision,
+            hf_token=_get(env, "HF_TOKEN"),
+            hf_endpoint=endpoint,
+            settings=settings,
+        )
+
+    if revision:
+        raise UsageError("HF_REVISION goes with HF_REPO only")
+    if sha256 and not SHA256_HEX.match(sha256):
+        raise UsageError("MODEL_SHA256 must be 64 hexadecimal characters")
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in URL_SCHEMES:
+        raise UsageError(f"MODEL_URL scheme must be one of {', '.join(URL_SCHEMES)}, got {scheme or 'none'!r}")
+    aws_endpoint = _get(env, "AWS_ENDPOINT_URL_S3") or _get(env, "AWS_ENDPOINT_URL")
+    if scheme == "s3" and aws_endpoint:
+        _check_http_url("AWS_ENDPOINT_URL", aws_endpoint)
+    try:
+        fetch_url = public_https_url(url, aws_endpoint)
+        file_name = file_name_for_url(url)
+    except ValueError as exc:
+        raise UsageError(f"MODEL_URL: {exc}") from None
+    return Config(
+        dest=dest,
+        source=url,
+        url=url,
+        fetch_url=fetch_url,
+        file_name=file_name,
+        sha256=sha256.lower() if sha256 else None,
+        hf_token=_get(env, "HF_TOKEN"),
+        hf_endpoint=endpoint,
+        settings=settings,
+    )

@@ -1,0 +1,233 @@
+"""One file over HTTP(S): streamed, resumed with Range, checked against MODEL_SHA256."""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+from . import __version__
+from .config import Config
+from .errors import AuthError, ChecksumError, DiskFullError, NotFoundError, PullerError, TransientError
+from .progress import Progress, human_bytes, log
+from .retry import with_retries
+from .sources import DEFAULT_HF_ENDPOINT, redact_url
+from .store import Staging, write_atomically
+
+CHUNK_SIZE = 1 << 20
+CONTENT_RANGE = re.compile(r"^bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)$")
+TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+TRANSIENT_EXCEPTIONS = (
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    requests.exceptions.ContentDecodingError,
+)
+
+
+def pull_url(cfg: Config, staging: Staging, progress: Progress) -> dict:
+    """Download cfg.fetch_url into staging; return the manifest details. The caller publishes."""
+    headers = {"User-Agent": f"llm-model-puller/{__version__}", "Accept-Encoding": "identity"}
+    hub_host = urlsplit(cfg.hf_endpoint or DEFAULT_HF_ENDPOINT).netloc
+    if cfg.hf_token and urlsplit(cfg.fetch_url).netloc == hub_host:
+        # A /resolve/ URL of a gated or private repo; requests drops the header on a redirect to another host.
+        headers["Authorization"] = f"Bearer {cfg.hf_token}"
+    if urlsplit(cfg.url).scheme in ("s3", "gs"):
+        auth_hint = " (only public objects can be read: signed requests for private buckets are not supported yet)"
+    elif "Authorization" in headers:
+        auth_hint = " (the HF_TOKEN was refused)"
+    else:
+        auth_hint = ""
+    download = Download(
+        cfg.fetch_url,
+        staging.files / cfg.file_name,
+        staging.root / "url-state.json",
+        headers=headers,
+        auth_hint=auth_hint,
+        timeout=cfg.settings.timeout_seconds,
+        progress=progress,
+    )
+    with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.shown_url)
+    digest = download.hasher.hexdigest()
+    if cfg.sha256 and digest != cfg.sha256:
+        download.discard()
+        raise ChecksumError(f"{cfg.file_name} from {download.shown_url} has sha256 {digest}, expected {cfg.sha256}")
+    log.info("sha256 %s %s", digest, "verified" if cfg.sha256 else "(no MODEL_SHA256 to compare with)")
+    details = {"kind": "url", "sha256": digest}
+    if cfg.fetch_url != cfg.url:
+        details["fetched_from"] = cfg.fetch_url
+    return details
+
+
+class Download:
+    """The state of one file's download across attempts: bytes on disk, their hash, the resume validator."""
+
+    def __init__(
+        self,
+        url: str,
+        path: Path,
+        state_file: Path,
+        *,
+        headers: dict,
+        auth_hint: str,
+        timeout: float,
+        progress: Progress,
+    ):
+        self.url = url
+        self.shown_url = redact_url(url)
+        self.path = path
+        self.state_file = state_file
+        self.headers = headers
+        self.auth_hint = auth_hint
+        self.timeout = timeout
+        self.progress = progress
+        self.session = requests.Session()
+        self.size = path.stat().st_size if path.exists() else 0
+        self.hasher = None  # built lazily from the bytes already on disk
+        self.started = False
+        state = self._read_state() if self.size else {}
+        self.validator = state.get("validator")
+        self.total = state.get("total")
+        if self.size:
+            log.info("resuming %s at %s", path.name, human_bytes(self.size))
+
+    def attempt(self) -> None:
+        headers = dict(self.headers)
+        if self.size:
+            headers["Range"] = f"bytes={self.size}-"
+            if self.validator:
+                headers["If-Range"] = self.validator
+        try:
+            with self.session.get(self.url, headers=headers, stream=True, timeout=self.timeout) as response:
+                if self._accept(response):
+                    self._receive(response)
+        except TRANSIENT_EXCEPTIONS as exc:
+            raise TransientError(self._describe(exc)) from exc
+
+    def _accept(self, response: requests.Response) -> bool:
+        """Check the status; return False when there is nothing left to receive."""
+        status = response.status_code
+        where = f"HTTP {status} for {self.shown_url}"
+        if status in (401, 403):
+            raise AuthError(f"{where}{self.auth_hint}")
+        if status in (404, 410):
+            raise NotFoundError(where)
+        if status in TRANSIENT_STATUSES:
+            raise TransientError(where)
+        if status == 416 and self.size:
+            match = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+            if match and match.group(3) == str(self.size):
+                self.total = self.size
+                self._ensure_hasher()
+                return False  # the partial file was already complete
+            log.warning("%s refused the resume range; restarting from zero", self.shown_url)
+            self._restart(None)
+            raise TransientError(f"{where} (range not satisfiable)")
+        if status == 206:
+            match = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+            if not self.size or not match or match.group(1) is None or int(match.group(1)) != self.size:
+                self._restart(None)
+                raise TransientError(f"{where} with an unexpected Content-Range; restarting from zero")
+            self.total = int(match.group(3)) if match.group(3) != "*" else None
+        elif status == 200:
+            if self.size:
+                log.warning("%s ignored the resume range (HTTP 200); restarting from zero", self.shown_url)
+            self._restart(self._length(response))
+            self.validator = self._validator(response)
+            write_atomically(self.state_file, json.dumps({"validator": self.validator, "total": self.total}))
+        else:
+            raise PullerError(f"unexpected {where}")
+        self._check_space()
+        return True
+
+    def _receive(self, response: requests.Response) -> None:
+        self._ensure_hasher()
+        if not self.started:
+            self.progress.begin(self.size, self.total)
+            self.started = True
+        else:
+            self.progress.rebase(self.size, self.total)
+        with open(self.path, "ab") as f:
+            for chunk in response.iter_content(CHUNK_SIZE):
+                f.write(chunk)
+                self.hasher.update(chunk)
+                self.size += len(chunk)
+                self.progress.add(len(chunk))
+            f.flush()
+            os.fsync(f.fileno())
+        if self.total is None:
+            self.total = self.size
+        elif self.size < self.total:
+            raise TransientError(f"connection closed after {self.size} of {self.total} bytes")
+        elif self.size > self.total:
+            self._restart(None)
+            raise TransientError(f"received more bytes than the announced {self.total}; restarting from zero")
+
+    def _ensure_hasher(self) -> None:
+        if self.hasher is not None:
+            return
+        self.hasher = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            remaining = self.size
+            while remaining:
+                block = f.read(min(CHUNK_SIZE, remaining))
+                if not block:
+                    break
+                self.hasher.update(block)
+                remaining -= len(block)
+
+    def _restart(self, total: int | None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "wb"):
+            pass
+        self.size, self.total, self.validator = 0, total, None
+        self.hasher = hashlib.sha256()
+        self.state_file.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.state_file.unlink(missing_ok=True)
+
+    def _check_space(self) -> None:
+        if self.total is None:
+            return
+        needed = self.total - self.size
+        free = shutil.disk_usage(self.path.parent).free
+        if needed > free:
+            raise DiskFullError(
+                f"{self.path.name} needs {human_bytes(needed)} more but MODEL_DEST has {human_bytes(free)} free"
+            )
+
+    def _read_state(self) -> dict:
+        try:
+            state = json.loads(self.state_file.read_text())
+            return state if isinstance(state, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    @staticmethod
+    def _length(response: requests.Response) -> int | None:
+        encoding = response.headers.get("Content-Encoding", "identity").lower()
+        length = response.headers.get("Content-Length")
+        if encoding != "identity" or not length or not length.isdigit():
+            return None
+        return int(length)
+
+    @staticmethod
+    def _validator(response: requests.Response) -> str | None:
+        """What If-Range may carry: a strong ETag, else Last-Modified."""
+        etag = response.headers.get("ETag")
+        if etag and not etag.startswith("W/"):
+            return etag
+        return response.headers.get("Last-Modified")
+
+    def _describe(self, exc: Exception) -> str:
+        text = str(exc) or type(exc).__name__
+        query = urlsplit(self.url).query
+        if query:
+            text = text.replace(query, "…")
+        return f"{type(exc).__name__}: {text}"

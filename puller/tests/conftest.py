@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from puller_testkit import SRC
 
 sys.path.insert(0, str(SRC))  # the unit tests import the package even before `pip install -e puller`

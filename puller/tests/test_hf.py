@@ -4,6 +4,7 @@ import json
 import socket
 
 import pytest
+
 from puller_servers import FakeHub, HubRepo
 from puller_testkit import MANIFEST, MiB, payload
 

@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+
 from puller_servers import FileServer
 from puller_testkit import MANIFEST, SRC, STAGING, MiB, payload, sha256
 

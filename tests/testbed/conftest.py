@@ -1,0 +1,99 @@
+"""Fixtures of the test-bed tests: the local cluster itself (real control plane, kwok kubelets).
+
+The tests run against the cluster of $KUBECONFIG (default .cluster/kubeconfig, written by
+`make cluster-up`). Without a reachable cluster they FAIL with a message saying so: they never skip.
+Every test gets a namespace of its own, created for it and deleted after it; the cluster is shared
+with other people's tests, so nothing outside those namespaces is changed.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import time
+import uuid
+import warnings
+
+import pytest
+from kubernetes import config as kube_config
+from kubernetes.client.rest import ApiException
+
+from testbed_helpers import KUBECONFIG, NAMESPACE_LABEL, Kube, gone, wait_until
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "testbed: a test of the local test cluster itself (needs KUBECONFIG)")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = pathlib.Path(__file__).parent
+    for item in items:
+        if here in pathlib.Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.testbed)
+
+
+@pytest.fixture(scope="session")
+def kube():
+    """A client of the test cluster; fails the tests (never skips them) when there is none."""
+    if not os.path.exists(KUBECONFIG):
+        pytest.fail(
+            f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
+            "(or point KUBECONFIG at a cluster)",
+            pytrace=False,
+        )
+    problem = None
+    try:
+        api = kube_config.new_client_from_config(config_file=KUBECONFIG)
+        ready = api.call_api("GET", api.configuration.host + "/readyz", _request_timeout=10)
+        body = ready.read().decode(errors="replace").strip()
+    except Exception as error:  # no server, refused, TLS, a broken kubeconfig: all mean "no cluster"
+        problem = f"{type(error).__name__}: {error}"
+    if problem is not None:
+        pytest.fail(f"the cluster of {KUBECONFIG} is not reachable ({problem}): start it with `make cluster-up`", pytrace=False)
+    if ready.status != 200 or body != "ok":
+        pytest.fail(f"the cluster of {KUBECONFIG} is not ready (/readyz: {ready.status} {body!r}): run `make cluster-up`", pytrace=False)
+    return Kube(api)
+
+
+@pytest.fixture(scope="session")
+def _namespaces(kube):
+    """The namespaces this session created; at its end, wait (bounded) until they are all gone."""
+    created: list[str] = []
+    yield created
+    core = kube.core
+
+    def left():
+        return [n for n in created if not gone(lambda n=n: core.read_namespace(n))]
+
+    deadline = time.monotonic() + 60
+    remaining = left()
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.5)
+        remaining = left()
+    if remaining:
+        warnings.warn(f"test-bed namespaces still terminating after 60s: {', '.join(remaining)}")
+
+
+@pytest.fixture
+def namespace(kube, _namespaces, request):
+    """A fresh namespace for one test (its default ServiceAccount exists, so pods can be created).
+
+    Deleted after the test, with everything in it; a test may delete it itself.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_")).strip("-")[:40].strip("-")
+    name = f"tb-{slug}-{uuid.uuid4().hex[:6]}"
+    kube.core.create_namespace({"metadata": {"name": name, "labels": {NAMESPACE_LABEL: "testbed"}}})
+    _namespaces.append(name)
+    # The ServiceAccount admission plugin rejects pods until the namespace's "default" account exists.
+    wait_until(
+        f"the default ServiceAccount of namespace {name}",
+        lambda: not gone(lambda: kube.core.read_namespaced_service_account("default", name)),
+        30,
+    )
+    yield name
+    try:
+        kube.core.delete_namespace(name)
+    except ApiException as error:
+        if error.status != 404:
+            raise

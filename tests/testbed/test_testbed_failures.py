@@ -19,7 +19,7 @@ def test_jobs_fail_on_demand(kube, namespace):
             "by-label",
             job_labels={OUTCOME_LABEL: "fail"},
             pod_labels={OUTCOME_LABEL: "fail"},
-            pod_annotations={EXIT_CODE_ANNOTATION: "10", MESSAGE_ANNOTATION: "auth refused"},
+            pod_annotations={EXIT_CODE_ANNOTATION: "3", MESSAGE_ANNOTATION: "auth refused"},
         ),
     )
 
@@ -34,7 +34,7 @@ def test_jobs_fail_on_demand(kube, namespace):
         "Jobs by-env and by-label to finish",
         lambda: all(state(n) for n in ("by-env", "by-label")), 30, describe,
     )
-    for name, exit_code, message in (("by-env", 11, None), ("by-label", 10, "auth refused")):
+    for name, exit_code, message in (("by-env", 4, None), ("by-label", 3, "auth refused")):
         job = kube.batch.read_namespaced_job_status(name, namespace)
         failed = condition(job, "Failed")
         assert failed is not None and failed.status == "True", f"Job {name} did not fail: {job.status}"

@@ -15,9 +15,9 @@ import sys
 _HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path = [entry for entry in sys.path if os.path.realpath(entry or ".") != _HERE]
 
-import pathlib  # noqa: E402
+import pathlib  # noqa: E402 - after the sys.path fix above
 
-import yaml  # noqa: E402
+import yaml  # noqa: E402 - after the sys.path fix above
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_GLOB = "config/crd/bases/*.yaml"

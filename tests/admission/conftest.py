@@ -5,45 +5,39 @@ fail, with a message saying so: they never skip.
 """
 
 import os
-import pathlib
 import subprocess
 import time
 import uuid
 
 import pytest
 import yaml
+from admission_cluster import CRD_FILE, CRD_NAME, GROUP, KUBECONFIG, KUBECTL, PLURAL, VERSION, kubectl
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-KUBECONFIG = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
-KUBECTL = os.environ.get("KUBECTL") or str(REPO / "bin" / "kubectl")
-CRD_FILE = REPO / "config" / "crd" / "bases" / "inference.ai.example.com_llmmodels.yaml"
-CRD_NAME = "llmmodels.inference.ai.example.com"
-GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
-
-
-def kubectl(*args, check=True):
-    """Run bin/kubectl against the test cluster; return the completed process."""
-    result = subprocess.run(
-        [KUBECTL, "--kubeconfig", KUBECONFIG, *args], capture_output=True, text=True, timeout=120
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
-    return result
 
 
 @pytest.fixture(scope="session")
 def api_client():
     """A client of the test cluster; fails the tests (never skips them) when there is none."""
     if not os.path.exists(KUBECONFIG):
-        pytest.fail(f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
-                    "or point KUBECONFIG at a cluster", pytrace=False)
-    ready = subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
-                           capture_output=True, text=True, timeout=30, check=False)
+        pytest.fail(
+            f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
+            "or point KUBECONFIG at a cluster",
+            pytrace=False,
+        )
+    ready = subprocess.run(
+        [KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     if ready.returncode != 0 or ready.stdout.strip() != "ok":
-        pytest.fail(f"the cluster of {KUBECONFIG} is not reachable or not ready "
-                    f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`", pytrace=False)
+        pytest.fail(
+            f"the cluster of {KUBECONFIG} is not reachable or not ready "
+            f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`",
+            pytrace=False,
+        )
     api = config.new_client_from_config(config_file=KUBECONFIG)
     return api
 

@@ -9,9 +9,8 @@ import time
 
 import pytest
 import yaml
+from admission_cluster import GROUP, PLURAL, REPO, VERSION, kubectl
 from kubernetes.client.rest import ApiException
-
-from conftest import GROUP, PLURAL, REPO, VERSION, kubectl
 
 SAMPLES = sorted((REPO / "config" / "samples").glob("inference_v1alpha1_llmmodel_*.yaml"))
 SHA256 = "9fecc3b3cd76bba89d504f29b616eedf7da85b96540e490ca5824d3f7d2776a0"
@@ -41,9 +40,7 @@ def with_serve(**serve):
 
 
 def dry_run_create(custom_objects, namespace, body):
-    return custom_objects.create_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, body, dry_run="All"
-    )
+    return custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body, dry_run="All")
 
 
 def rejection(custom_objects, namespace, body):
@@ -200,13 +197,19 @@ VALID = {
     "url with checksum": with_source(url="s3://models/tinyllama.Q4_K_M.gguf", sha256=SHA256),
     "everything set": llmmodel(
         name="full-" + "x" * 47,
-        source={"huggingFaceRepo": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "refs/pr/1",
-                "credentialsSecret": "hf-token.v2"},
-        serve={"image": "vllm/vllm-openai:v0.6.3", "port": 65535, "gpuCount": 1,
-               "args": ["--model", "/model-weights"],
-               "resources": {"requests": {"cpu": "500m", "memory": 1073741824},
-                             "limits": {"memory": "8Gi"}},
-               "nodeSelector": {"nvidia.com/gpu.present": "true"}},
+        source={
+            "huggingFaceRepo": "Qwen/Qwen2.5-0.5B-Instruct",
+            "revision": "refs/pr/1",
+            "credentialsSecret": "hf-token.v2",
+        },
+        serve={
+            "image": "vllm/vllm-openai:v0.6.3",
+            "port": 65535,
+            "gpuCount": 1,
+            "args": ["--model", "/model-weights"],
+            "resources": {"requests": {"cpu": "500m", "memory": 1073741824}, "limits": {"memory": "8Gi"}},
+            "nodeSelector": {"nvidia.com/gpu.present": "true"},
+        },
         storageSize=10737418240,
         storageClass="",
     ),
@@ -243,16 +246,27 @@ def test_there_are_three_samples():
     assert len(SAMPLES) == 3, [path.name for path in SAMPLES]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stored_llmmodel(custom_objects, namespace):
-    """A stored LLMModel, for update rules. Deleted at the end of the test.
+    """A stored LLMModel for the update rules (changed only by dry runs), deleted at the end.
 
-    purgeWeightsOnDelete so that an operator running against this cluster leaves nothing behind.
+    purgeWeightsOnDelete, so that an operator running against this cluster leaves nothing behind;
+    the deletion waits for its finalizer.
     """
     body = llmmodel(name="resize", storageSize="10Gi", storageClass="standard", purgeWeightsOnDelete=True)
     custom_objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
     yield "resize"
     custom_objects.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "resize")
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            custom_objects.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "resize")
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        time.sleep(1)
+    raise AssertionError("LLMModel resize was not deleted within 180s (is the operator's finalizer stuck?)")
 
 
 def dry_run_patch(custom_objects, namespace, name, spec):
@@ -281,8 +295,9 @@ def test_storage_class_is_immutable(custom_objects, namespace, stored_llmmodel):
 
 
 def test_other_fields_can_change(custom_objects, namespace, stored_llmmodel):
-    changed = dry_run_patch(custom_objects, namespace, stored_llmmodel,
-                            {"source": {"revision": "v2"}, "serve": {"port": 9000}})
+    changed = dry_run_patch(
+        custom_objects, namespace, stored_llmmodel, {"source": {"revision": "v2"}, "serve": {"port": 9000}}
+    )
     assert changed["spec"]["source"]["revision"] == "v2"
     assert changed["spec"]["serve"]["port"] == 9000
 

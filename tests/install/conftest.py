@@ -7,52 +7,36 @@ undeploy keeps it with KEEP_CRDS=true).
 """
 
 import os
-import pathlib
 import subprocess
 
 import pytest
+from install_cluster import CRD_NAME, KUBECONFIG, KUBECTL, NAMESPACE
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-KUBECONFIG = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
-KUBECTL = os.environ.get("KUBECTL") or str(REPO / "bin" / "kubectl")
-OPERATOR_SDK = os.environ.get("OPERATOR_SDK") or str(REPO / "bin" / "operator-sdk")
-CRD_NAME = "llmmodels.inference.ai.example.com"
-NAMESPACE = "llm-operator-system"
-SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:llm-operator-controller-manager"
-TEST_IMAGE = "example.com/llm-operator:test"
-
-
-def run(*command, check=True, timeout=600, env=None):
-    """Run a command in the repository; return the completed process."""
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "KUBECONFIG": KUBECONFIG, **(env or {})})
-    if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(command)} failed ({result.returncode}):\n"
-                             f"{result.stdout}{result.stderr}")
-    return result
-
-
-def kubectl(*args, check=True):
-    return run(KUBECTL, "--kubeconfig", KUBECONFIG, *args, check=check, timeout=300)
-
-
-def make(*args):
-    return run("make", "--no-print-directory", *args, f"KUBECONFIG={KUBECONFIG}")
 
 
 @pytest.fixture(scope="session")
 def api_client():
     """A client of the test cluster; fails the tests (never skips them) when there is none."""
     if not os.path.exists(KUBECONFIG):
-        pytest.fail(f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
-                    "or point KUBECONFIG at a cluster", pytrace=False)
-    ready = subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
-                           capture_output=True, text=True, timeout=30, check=False)
+        pytest.fail(
+            f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
+            "or point KUBECONFIG at a cluster",
+            pytrace=False,
+        )
+    ready = subprocess.run(
+        [KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     if ready.returncode != 0 or ready.stdout.strip() != "ok":
-        pytest.fail(f"the cluster of {KUBECONFIG} is not reachable or not ready "
-                    f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`", pytrace=False)
+        pytest.fail(
+            f"the cluster of {KUBECONFIG} is not reachable or not ready "
+            f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`",
+            pytrace=False,
+        )
     api = config.new_client_from_config(config_file=KUBECONFIG)
     return api
 
@@ -78,5 +62,8 @@ def operator_absent(api_client):
         if error.status == 404:
             return
         raise
-    pytest.fail(f"namespace {NAMESPACE} already exists: remove the deployed operator "
-                "(make undeploy KEEP_CRDS=true) before running the install tests", pytrace=False)
+    pytest.fail(
+        f"namespace {NAMESPACE} already exists: remove the deployed operator "
+        "(make undeploy KEEP_CRDS=true) before running the install tests",
+        pytrace=False,
+    )

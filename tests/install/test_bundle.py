@@ -6,8 +6,7 @@ import shutil
 
 import pytest
 import yaml
-
-from conftest import OPERATOR_SDK, REPO, run
+from install_cluster import OPERATOR_SDK, REPO, run
 
 BUNDLE = REPO / "bundle"
 CSV = BUNDLE / "manifests" / "llm-operator.clusterserviceversion.yaml"
@@ -19,8 +18,9 @@ def csv():
 
 
 def test_bundle_validates_with_the_operatorframework_suite():
-    result = run(OPERATOR_SDK, "bundle", "validate", "./bundle", "--select-optional",
-                 "suite=operatorframework", check=False)
+    result = run(
+        OPERATOR_SDK, "bundle", "validate", "./bundle", "--select-optional", "suite=operatorframework", check=False
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "All validation tests have completed successfully" in output
@@ -37,11 +37,17 @@ def test_bundle_is_reproducible_and_up_to_date(tmp_path):
         else:
             shutil.copy2(source, target)
     (tmp_path / "Makefile").write_text("include mk/install.mk\n")
-    tools = {"KUSTOMIZE": REPO / "bin" / "kustomize", "OPERATOR_SDK": OPERATOR_SDK,
-             "VENV": REPO / ".venv"}
+    tools = {"KUSTOMIZE": REPO / "bin" / "kustomize", "OPERATOR_SDK": OPERATOR_SDK, "VENV": REPO / ".venv"}
     for _ in range(2):  # twice: the second run must not change the first one's output either
-        result = run("make", "-C", str(tmp_path), "--no-print-directory", "bundle",
-                     *(f"{key}={value}" for key, value in tools.items()), check=False)
+        result = run(
+            "make",
+            "-C",
+            str(tmp_path),
+            "--no-print-directory",
+            "bundle",
+            *(f"{key}={value}" for key, value in tools.items()),
+            check=False,
+        )
         assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "bundle.Dockerfile").read_text() == (REPO / "bundle.Dockerfile").read_text()
     comparison = filecmp.dircmp(tmp_path / "bundle", BUNDLE)
@@ -69,12 +75,25 @@ def test_csv_installs_the_operator(csv):
     assert "createdAt" not in csv["metadata"]["annotations"]
     cluster_permissions = csv["spec"]["install"]["spec"]["clusterPermissions"]
     assert {p["serviceAccountName"] for p in cluster_permissions} == {"llm-operator-controller-manager"}
-    resources = {resource for p in cluster_permissions for rule in p["rules"]
-                 for resource in rule.get("resources", [])}
-    assert {"llmmodels", "llmmodels/status", "llmmodels/finalizers", "jobs", "deployments",
-            "persistentvolumeclaims", "services", "pods", "secrets", "events"} <= resources
-    namespaced = {resource for p in csv["spec"]["install"]["spec"]["permissions"]
-                  for rule in p["rules"] for resource in rule.get("resources", [])}
+    resources = {resource for p in cluster_permissions for rule in p["rules"] for resource in rule.get("resources", [])}
+    assert {
+        "llmmodels",
+        "llmmodels/status",
+        "llmmodels/finalizers",
+        "jobs",
+        "deployments",
+        "persistentvolumeclaims",
+        "services",
+        "pods",
+        "secrets",
+        "events",
+    } <= resources
+    namespaced = {
+        resource
+        for p in csv["spec"]["install"]["spec"]["permissions"]
+        for rule in p["rules"]
+        for resource in rule.get("resources", [])
+    }
     assert "leases" in namespaced
 
 
@@ -82,22 +101,26 @@ def test_csv_describes_the_api(csv):
     owned = csv["spec"]["customresourcedefinitions"]["owned"]
     assert [crd["name"] for crd in owned] == ["llmmodels.inference.ai.example.com"]
     spec_paths = {d["path"] for d in owned[0]["specDescriptors"]}
-    assert {"source.huggingFaceRepo", "source.url", "serve.image", "serve.port", "storageSize",
-            "storageClass", "purgeWeightsOnDelete"} <= spec_paths
+    assert {
+        "source.huggingFaceRepo",
+        "source.url",
+        "serve.image",
+        "serve.port",
+        "storageSize",
+        "storageClass",
+        "purgeWeightsOnDelete",
+    } <= spec_paths
     status_paths = {d["path"] for d in owned[0]["statusDescriptors"]}
     assert {"phase", "model", "inferenceURL", "conditions", "weights.ready"} <= status_paths
     examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
-    assert sorted(example["metadata"]["name"] for example in examples) == \
-        ["mistral-7b", "qwen-small", "tinyllama"]
+    assert sorted(example["metadata"]["name"] for example in examples) == ["mistral-7b", "qwen-small", "tinyllama"]
     modes = {mode["type"]: mode["supported"] for mode in csv["spec"]["installModes"]}
-    assert modes == {"OwnNamespace": True, "SingleNamespace": True, "MultiNamespace": True,
-                     "AllNamespaces": True}
+    assert modes == {"OwnNamespace": True, "SingleNamespace": True, "MultiNamespace": True, "AllNamespaces": True}
     assert csv["spec"]["minKubeVersion"] == "1.29.0"
     assert csv["spec"]["icon"][0]["mediatype"] == "image/svg+xml"
 
 
 def test_bundle_carries_the_crd_of_config():
     bundled = yaml.safe_load((BUNDLE / "manifests" / "inference.ai.example.com_llmmodels.yaml").read_text())
-    source = yaml.safe_load((REPO / "config" / "crd" / "bases" /
-                             "inference.ai.example.com_llmmodels.yaml").read_text())
+    source = yaml.safe_load((REPO / "config" / "crd" / "bases" / "inference.ai.example.com_llmmodels.yaml").read_text())
     assert bundled["spec"] == source["spec"]

@@ -8,10 +8,9 @@ import time
 
 import pytest
 import yaml
+from install_cluster import CRD_NAME, NAMESPACE, SERVICE_ACCOUNT, TEST_IMAGE, kubectl, make, run
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-from conftest import CRD_NAME, NAMESPACE, SERVICE_ACCOUNT, TEST_IMAGE, kubectl, make, run
 
 DEPLOYMENT = "llm-operator-controller-manager"
 
@@ -19,8 +18,11 @@ DEPLOYMENT = "llm-operator-controller-manager"
 def built_objects():
     """(kind, name, namespace) of every object `make deploy` applies, from the kustomize build."""
     build = run("bin/kustomize", "build", "config/default").stdout
-    return [(doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace"))
-            for doc in yaml.safe_load_all(build) if doc]
+    return [
+        (doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace"))
+        for doc in yaml.safe_load_all(build)
+        if doc
+    ]
 
 
 def exists(kind, name, namespace):
@@ -41,8 +43,17 @@ def deployed(api_client, operator_absent, crd_preexisted):
 def test_deploy_creates_every_object(deployed):
     objects = built_objects()
     kinds = {kind for kind, _, _ in objects}
-    assert {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-            "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment"} <= kinds
+    assert {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "Deployment",
+    } <= kinds
     missing = [obj for obj in objects if not exists(*obj)]
     assert not missing, f"not created by make deploy: {missing}"
     for kind, name, namespace in [
@@ -66,14 +77,14 @@ def test_manager_deployment(deployed):
     deployment = client.AppsV1Api(deployed).read_namespaced_deployment(DEPLOYMENT, NAMESPACE)
     container = deployment.spec.template.spec.containers[0]
     assert container.image == TEST_IMAGE
-    assert {"--leader-elect", "--health-probe-bind-address=:6789",
-            "--metrics-bind-address=:8443"} <= set(container.args)
+    assert {"--leader-elect", "--health-probe-bind-address=:6789", "--metrics-bind-address=:8443"} <= set(
+        container.args
+    )
     assert deployment.spec.template.spec.service_account_name == "llm-operator-controller-manager"
     env = {item.name: item for item in container.env}
     assert env["ANSIBLE_GATHERING"].value == "explicit"
     assert env["LLMMODEL_PULLER_IMAGE"].value == "ghcr.io/llm-operator/llm-model-puller:0.1.0"
-    assert env["WATCH_NAMESPACE"].value_from.field_ref.field_path == \
-        "metadata.annotations['olm.targetNamespaces']"
+    assert env["WATCH_NAMESPACE"].value_from.field_ref.field_path == "metadata.annotations['olm.targetNamespaces']"
     assert container.liveness_probe.http_get.path == "/healthz"
     assert container.readiness_probe.http_get.path == "/readyz"
     assert container.resources.limits and container.resources.requests
@@ -104,8 +115,9 @@ def test_replicaset_creates_the_manager_pod(deployed):
     while time.monotonic() < deadline and not pods:
         pods = core.list_namespaced_pod(NAMESPACE, label_selector="control-plane=controller-manager").items
         time.sleep(1)
-    failures = [event.message for event in core.list_namespaced_event(NAMESPACE).items
-                if event.reason == "FailedCreate"]
+    failures = [
+        event.message for event in core.list_namespaced_event(NAMESPACE).items if event.reason == "FailedCreate"
+    ]
     assert not failures, failures
     assert pods, "the ReplicaSet created no manager pod within 90s"
 
@@ -202,10 +214,8 @@ def test_user_roles_aggregate_into_edit_and_view(deployed):
     rbac = client.RbacAuthorizationV1Api(deployed)
     deadline = time.monotonic() + 30
     while True:
-        edit = {resource for rule in rbac.read_cluster_role("edit").rules or []
-                for resource in rule.resources or []}
-        view = {resource for rule in rbac.read_cluster_role("view").rules or []
-                for resource in rule.resources or []}
+        edit = {resource for rule in rbac.read_cluster_role("edit").rules or [] for resource in rule.resources or []}
+        view = {resource for rule in rbac.read_cluster_role("view").rules or [] for resource in rule.resources or []}
         if ("llmmodels" in edit and "llmmodels" in view) or time.monotonic() > deadline:
             break
         time.sleep(1)

@@ -2,9 +2,8 @@
 
 import pytest
 import yaml
+from install_cluster import CRD_NAME, NAMESPACE, REPO, TEST_IMAGE, kubectl, make
 from kubernetes import client
-
-from conftest import CRD_NAME, NAMESPACE, REPO, TEST_IMAGE, kubectl, make
 
 INSTALLER = REPO / "dist" / "install.yaml"
 
@@ -25,24 +24,26 @@ def test_installer_holds_the_whole_operator(installer):
     assert namespaces == {NAMESPACE}
 
 
-def test_installer_applies_and_deletes_cleanly(api_client, operator_absent, crd_preexisted, installer,
-                                                tmp_path):
+def test_installer_applies_and_deletes_cleanly(api_client, operator_absent, crd_preexisted, installer, tmp_path):
     kubectl("apply", "--server-side", "-f", str(INSTALLER))
     try:
         kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{CRD_NAME}")
         deployment = client.AppsV1Api(api_client).read_namespaced_deployment(
-            "llm-operator-controller-manager", NAMESPACE)
+            "llm-operator-controller-manager", NAMESPACE
+        )
         assert deployment.spec.template.spec.containers[0].image == TEST_IMAGE
         # Applying again changes no spec (status updates by the controllers are fine).
         before = deployment.metadata.generation
         kubectl("apply", "--server-side", "-f", str(INSTALLER))
-        after = client.AppsV1Api(api_client).read_namespaced_deployment(
-            "llm-operator-controller-manager", NAMESPACE).metadata.generation
+        after = (
+            client.AppsV1Api(api_client)
+            .read_namespaced_deployment("llm-operator-controller-manager", NAMESPACE)
+            .metadata.generation
+        )
         assert before == after
     finally:
         # A CRD that was there before (other tests use it) stays.
-        keep = [doc for doc in installer
-                if not (crd_preexisted and doc["kind"] == "CustomResourceDefinition")]
+        keep = [doc for doc in installer if not (crd_preexisted and doc["kind"] == "CustomResourceDefinition")]
         to_delete = tmp_path / "delete.yaml"
         to_delete.write_text(yaml.safe_dump_all(keep))
         kubectl("delete", "--ignore-not-found", "--wait=true", "-f", str(to_delete))

@@ -5,8 +5,7 @@ role needs a new line here and in config/rbac/role.yaml.
 """
 
 import yaml
-
-from conftest import REPO
+from install_cluster import REPO
 
 RBAC = REPO / "config" / "rbac"
 CRUD = {"get", "list", "watch", "create", "update", "patch", "delete"}

@@ -89,11 +89,11 @@ test: ## Everything CI runs: tools, venv, cluster, lints, unit, test-bed, admiss
 	$(MAKE) --no-print-directory cluster-down || true; \
 	echo "make test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc
 
-test-all: tools venv lint unit-test puller-test cluster-up testbed-test admission-test install-test molecule-test
+test-all: tools venv lint manifests-check unit-test puller-test cluster-up testbed-test unit-cluster-test admission-test install-test molecule-test
 
 lint: venv ## ansible-lint (production profile) and yamllint.
 	$(VENV)/bin/yamllint -s .
-	$(VENV)/bin/ansible-lint --profile production
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/ansible-lint --profile production
 
 testbed-test: venv cluster-up ## Tests of the local cluster itself.
 	$(VENV)/bin/pytest -q tests/testbed

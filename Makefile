@@ -71,11 +71,11 @@ run: venv tools install-crd ## Run the operator in the foreground against the cu
 	$(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
 operator-start: venv tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
-	@$(PYTHON) hack/operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \
+	@$(PYTHON) hack/run_operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \
 		env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
 operator-stop: ## Stop the background operator.
-	@$(PYTHON) hack/operator.py stop --pidfile $(OPERATOR_PIDFILE)
+	@$(PYTHON) hack/run_operator.py stop --pidfile $(OPERATOR_PIDFILE)
 
 ##@ Main job
 .PHONY: demo

@@ -7,17 +7,10 @@ apiextensions.k8s.io/v1 CustomResourceDefinition, every schema node (properties,
 map values) has a description, and every CEL rule carries a message for the user.
 """
 
-import os
+import pathlib
 import sys
 
-# hack/ holds other scripts (one is named operator.py) that would shadow standard modules when this
-# file runs as `python hack/check_crd.py`: drop the script's directory from the import path first.
-_HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path = [entry for entry in sys.path if os.path.realpath(entry or ".") != _HERE]
-
-import pathlib  # noqa: E402 - after the sys.path fix above
-
-import yaml  # noqa: E402 - after the sys.path fix above
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_GLOB = "config/crd/bases/*.yaml"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Start or stop the locally run operator (the real ansible-operator) in the background.
 
-    operator.py start --log FILE --pidfile FILE -- COMMAND...   start it, wait until /readyz answers
-    operator.py stop --pidfile FILE                              stop it and every process it started
+    run_operator.py start --log FILE --pidfile FILE -- COMMAND...   start it, wait until /readyz answers
+    run_operator.py stop --pidfile FILE                              stop it and every process it started
 """
 
 from __future__ import annotations

@@ -4,42 +4,14 @@ The tests need the cluster of `make cluster-up` (or any cluster in $KUBECONFIG).
 fail, with a message saying so: they never skip.
 """
 
-import os
-import subprocess
 import time
 import uuid
 
 import pytest
 import yaml
-from admission_cluster import CRD_FILE, CRD_NAME, GROUP, KUBECONFIG, KUBECTL, PLURAL, VERSION, kubectl
-from kubernetes import client, config
+from admission_cluster import CRD_FILE, CRD_NAME, GROUP, PLURAL, VERSION, kubectl
+from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-
-@pytest.fixture(scope="session")
-def api_client():
-    """A client of the test cluster; fails the tests (never skips them) when there is none."""
-    if not os.path.exists(KUBECONFIG):
-        pytest.fail(
-            f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
-            "or point KUBECONFIG at a cluster",
-            pytrace=False,
-        )
-    ready = subprocess.run(
-        [KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    if ready.returncode != 0 or ready.stdout.strip() != "ok":
-        pytest.fail(
-            f"the cluster of {KUBECONFIG} is not reachable or not ready "
-            f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`",
-            pytrace=False,
-        )
-    api = config.new_client_from_config(config_file=KUBECONFIG)
-    return api
 
 
 @pytest.fixture(scope="session")

@@ -6,39 +6,11 @@ that was installed before these tests run is left in place (deploy re-applies th
 undeploy keeps it with KEEP_CRDS=true).
 """
 
-import os
-import subprocess
 
 import pytest
-from install_cluster import CRD_NAME, KUBECONFIG, KUBECTL, NAMESPACE
-from kubernetes import client, config
+from install_cluster import CRD_NAME, NAMESPACE
+from kubernetes import client
 from kubernetes.client.rest import ApiException
-
-
-@pytest.fixture(scope="session")
-def api_client():
-    """A client of the test cluster; fails the tests (never skips them) when there is none."""
-    if not os.path.exists(KUBECONFIG):
-        pytest.fail(
-            f"no kubeconfig at {KUBECONFIG}: start the local cluster with `make cluster-up` "
-            "or point KUBECONFIG at a cluster",
-            pytrace=False,
-        )
-    ready = subprocess.run(
-        [KUBECTL, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    if ready.returncode != 0 or ready.stdout.strip() != "ok":
-        pytest.fail(
-            f"the cluster of {KUBECONFIG} is not reachable or not ready "
-            f"({(ready.stdout + ready.stderr).strip()}): run `make cluster-up`",
-            pytrace=False,
-        )
-    api = config.new_client_from_config(config_file=KUBECONFIG)
-    return api
 
 
 @pytest.fixture(scope="session")

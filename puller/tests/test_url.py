@@ -45,7 +45,8 @@ def test_full_download_writes_file_and_manifest_last(files, puller, dest):
     assert "progress tiny.gguf: 3.0 MiB / 3.0 MiB (100.0%)" in run.stdout
     assert "sha256 " + sha256(data) + " verified" in run.stdout
     assert "done: " in run.stdout
-    assert run.termination is None
+    # The termination message tells the operator what the volume holds now.
+    assert json.loads(run.termination) == {"source": url, "sha256": sha256(data)}
 
 
 def test_resume_after_the_server_drops_the_connection(files, puller, dest):

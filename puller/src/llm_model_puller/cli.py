@@ -1,5 +1,6 @@
 """Entry point: environment in, weights and a manifest in MODEL_DEST out, an exit code that says why."""
 
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -45,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args:
             raise UsageError(f"no arguments are accepted (configuration is by environment), got {' '.join(args)!r}")
-        return pull(config_from_env(env))
+        cfg = config_from_env(env)
+        code = pull(cfg)
+        if code == ExitCode.OK:
+            report_success(cfg, env)
+        return code
     except PullerError as exc:
         return fail(exc, env, secrets)
     except Exception as exc:  # the last line of defence: still a one-line reason and a distinct code
@@ -140,6 +145,26 @@ def fail(exc: PullerError, env: Mapping[str, str], secrets: list[str]) -> int:
         except OSError as write_error:
             log.warning("could not write the termination message to %s: %s", path, write_error)
     return int(exc.exit_code)
+
+
+def report_success(cfg: Config, env: Mapping[str, str]) -> None:
+    """Leave what the volume now holds in the termination message, one JSON line, for the operator.
+
+    Kubernetes keeps it in the pod's terminated state, so the LLMModel status can show the commit a
+    branch resolved to (or the file's sha256) without anyone reading the volume.
+    """
+    path = termination_log_path(env)
+    manifest = read_manifest(cfg.dest)
+    if path is None or not manifest:
+        return
+    record = {"source": redact_url(cfg.url) if cfg.url else cfg.source}
+    for key in ("commit", "sha256"):
+        if manifest.get(key):
+            record[key] = manifest[key]
+    try:
+        path.write_text(json.dumps(record, sort_keys=True)[:TERMINATION_MESSAGE_LIMIT] + "\n")
+    except OSError as write_error:
+        log.warning("could not write the termination message to %s: %s", path, write_error)
 
 
 def termination_log_path(env: Mapping[str, str]) -> Path | None:

@@ -1,5 +1,6 @@
 """Jobs, Deployments and deletion on the kwok nodes: the controllers are real, kwok plays the kubelet."""
 
+import json
 import time
 
 from kubernetes.client.rest import ApiException
@@ -53,6 +54,8 @@ def test_job_runs_then_completes(kube, namespace):
     pod = job_pod(kube, namespace, "quick")
     terminated = pod.status.container_statuses[0].state.terminated
     assert terminated is not None and terminated.exit_code == 0, pod.status.container_statuses
+    # Like llm-model-puller, the simulated pod leaves a success record naming what it "pulled".
+    assert json.loads(terminated.message) == {"commit": pod.metadata.uid, "simulated": True}, terminated.message
 
 
 def test_job_duration_annotation_keeps_the_job_running(kube, namespace):

@@ -37,14 +37,14 @@ def run_module(capsys):
 
 @pytest.fixture
 def run_probe_role(tmp_path):
-    """Run ``tasks`` as a role that carries llmmodel's library and module_utils, through a REAL
+    """Run ``tasks`` as a role that carries llmmodel's plugins, library and module_utils, through a REAL
     ``ansible-runner run`` invoked as ansible-operator invokes it. Returns (process, events)."""
 
     def run(tasks: str, extravars: dict | None = None, env: dict | None = None):
         role = tmp_path / "roles" / "probe"
         (role / "tasks").mkdir(parents=True, exist_ok=True)
         (role / "tasks" / "main.yml").write_text(tasks)
-        for sub in ("library", "module_utils"):
+        for sub in ("action_plugins", "filter_plugins", "library", "module_utils"):
             if not (role / sub).exists():
                 (role / sub).symlink_to(ROLE / sub)
         inputdir = tmp_path / "input"

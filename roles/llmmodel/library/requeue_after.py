@@ -22,6 +22,8 @@ description:
   - C(task_action) is the action name as written in the task, so the task must say
     C(requeue_after:), not C(ansible.legacy.requeue_after:) or any other spelling.
   - A drop-in for C(operator_sdk.util.requeue_after), which is only on Ansible Galaxy.
+  - The role runs it through its action plugin of the same name, inside the C(ansible-playbook)
+    process (no module process); run as a plain module it returns the same result.
 version_added: "0.1.0"
 author:
   - llm-operator maintainers
@@ -76,48 +78,8 @@ seconds:
   sample: 10.0
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
-
-_UNIT_NANOSECONDS = {
-    "ns": 1,
-    "us": 10**3,
-    "\u00b5s": 10**3,  # micro sign, accepted by Go
-    "\u03bcs": 10**3,  # Greek small letter mu, accepted by Go
-    "ms": 10**6,
-    "s": 10**9,
-    "m": 60 * 10**9,
-    "h": 3600 * 10**9,
-}
-_ELEMENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_MAX_NANOSECONDS = 2**63 - 1  # Go's time.Duration is an int64 of nanoseconds
-
-
-def parse_go_duration(text):
-    """Return the number of nanoseconds in a positive Go duration string, or raise ValueError.
-
-    Accepts what Go's time.ParseDuration accepts except signs and the bare "0", which cannot be a
-    meaningful requeue period.
-    """
-    if not isinstance(text, str) or not text:
-        raise ValueError("the period is empty")
-    position = 0
-    total = 0
-    while position < len(text):
-        match = _ELEMENT.match(text, position)
-        if match is None:
-            raise ValueError(
-                "%r is not a Go duration: use numbers with units ns, us, ms, s, m or h, such as 10s or 1m30s" % text
-            )
-        number, unit = match.groups()
-        total += int(round(float(number) * _UNIT_NANOSECONDS[unit]))
-        position = match.end()
-    if total <= 0:
-        raise ValueError("the period %r must be greater than zero" % text)
-    if total > _MAX_NANOSECONDS:
-        raise ValueError("the period %r is longer than a Go duration can be" % text)
-    return total
+from ansible.module_utils.llmmodel_duration import parse_go_duration
 
 
 def main():

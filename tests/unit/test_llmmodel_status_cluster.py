@@ -308,6 +308,24 @@ def test_a_concurrent_status_write_is_not_overwritten(set_status, read, patch_st
     assert [c["type"] for c in read(probe)["status"]["conditions"]] == ["Running", "Ready"]
 
 
+def test_an_event_is_recorded_only_when_the_status_is_written(set_status, dynamic, namespace, probe, read):
+    event = {"type": "Normal", "reason": "Pulling", "message": "pulling hf://org/model@main"}
+
+    first = set_status(probe, status=PULLING, conditions=OWN, event=event)
+    second = set_status(probe, status=PULLING, conditions=OWN, event=event)
+
+    assert first["changed"] is True and second["changed"] is False
+    assert "event" not in second
+    events = dynamic.resources.get(api_version="v1", kind="Event")
+    about = [e.to_dict() for e in events.get(namespace=namespace).items if e.involvedObject.name == probe]
+    assert [e["metadata"]["name"] for e in about] == [first["event"]]
+    recorded = about[0]
+    assert (recorded["type"], recorded["reason"], recorded["message"]) == ("Normal", "Pulling", event["message"])
+    assert recorded["involvedObject"]["uid"] == read(probe)["metadata"]["uid"]
+    assert recorded["involvedObject"]["kind"] == KIND
+    assert recorded["reportingComponent"] == "llm-operator"
+
+
 def test_a_missing_object_fails(set_status):
     result = set_status("does-not-exist", status={"phase": "Pending"})
     assert result["failed"] is True

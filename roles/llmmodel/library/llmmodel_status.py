@@ -78,6 +78,30 @@ options:
       - The C(metadata.generation) the conditions describe. Defaults to the generation of the object
         as read by the module.
     type: int
+  event:
+    description:
+      - A core/v1 Event about the object, created only when this run writes the status (not in
+        check mode, not when nothing changed). The role passes one when the phase changes, so
+        C(kubectl describe) tells the story without a second task.
+    type: dict
+    suboptions:
+      type:
+        description: Event type.
+        type: str
+        default: Normal
+        choices: [Normal, Warning]
+      reason:
+        description: CamelCase reason, for example C(Serving).
+        type: str
+        required: true
+      message:
+        description: Human-readable detail.
+        type: str
+        required: true
+      component:
+        description: The reporting component.
+        type: str
+        default: llm-operator
   kubeconfig:
     description:
       - Path to a kubeconfig file.
@@ -111,6 +135,9 @@ attributes:
     support: full
     description: Returns the status before and after.
 notes:
+  - The role runs this through its action plugin of the same name, which calls the same code inside
+    the C(ansible-playbook) process (no module process, no second import of the Kubernetes client).
+    Run as a plain module it behaves the same.
   - Under ansible-operator with C(manageStatus) true, the operator rewrites all conditions through a
     struct without C(observedGeneration) at the start and end of each reconcile, so a condition's
     C(observedGeneration) does not last beyond the run. A stored condition that only lacks
@@ -168,6 +195,11 @@ status:
         message: ""
         lastTransitionTime: "2026-01-01T12:00:00Z"
         observedGeneration: 3
+event:
+  description: The name of the Event created, when O(event) was given and the status was written.
+  returned: when an Event was created
+  type: str
+  sample: my-model.18a7c2f1e0b3d4a5
 diff:
   description: The status before and after, when run with C(--diff).
   returned: when diff mode is on
@@ -218,6 +250,15 @@ ARGUMENT_SPEC = {
         },
     },
     "observed_generation": {"type": "int"},
+    "event": {
+        "type": "dict",
+        "options": {
+            "type": {"type": "str", "default": "Normal", "choices": ["Normal", "Warning"]},
+            "reason": {"type": "str", "required": True},
+            "message": {"type": "str", "required": True},
+            "component": {"type": "str", "default": "llm-operator"},
+        },
+    },
     "kubeconfig": {"type": "path"},
     "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
     "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
@@ -295,9 +336,17 @@ def api_error_message(exc):
     return "%s %s" % (getattr(exc, "status", ""), getattr(exc, "reason", exc))
 
 
-def read_and_plan(module, dynamic, resource, namespace):
+class StatusError(Exception):
+    """A failure to report: the message, and extra result keys (never secret values)."""
+
+    def __init__(self, msg, **extra):
+        super().__init__(msg)
+        self.msg = msg
+        self.extra = extra
+
+
+def read_and_plan(params, check_mode, diff, dynamic, resource, namespace):
     """Read the object; return (obj, result, patch), patch None when nothing would change."""
-    params = module.params
     obj = dynamic.get(resource, name=params["name"], namespace=namespace).to_dict()
     current = obj.get("status") or {}
     generation = params["observed_generation"]
@@ -305,23 +354,23 @@ def read_and_plan(module, dynamic, resource, namespace):
         generation = (obj.get("metadata") or {}).get("generation")
     proposed, patch = plan_status(current, params["status"], params["conditions"], generation, now_rfc3339())
     result = {"changed": patch is not None, "status": proposed}
-    if module._diff:
+    if diff:
         result["diff"] = {"before": current, "after": proposed}
     return obj, result, patch
 
 
-def write_status(module, dynamic, resource, status_resource, namespace):
-    """Read, plan, and (unless there is nothing to do or check mode is on) patch. Returns the result."""
+def write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace):
+    """Read, plan, and (unless there is nothing to do or check mode is on) patch. Returns (obj, result)."""
     attempt = 0
     while True:
-        obj, result, patch = read_and_plan(module, dynamic, resource, namespace)
-        if patch is None or module.check_mode:
-            return result
+        obj, result, patch = read_and_plan(params, check_mode, diff, dynamic, resource, namespace)
+        if patch is None or check_mode:
+            return obj, result
         # The read resourceVersion makes the API server refuse the patch if the status moved since.
         patch["metadata"] = {"resourceVersion": obj["metadata"]["resourceVersion"]}
         try:
             written = dynamic.patch(
-                status_resource, body=patch, name=module.params["name"], namespace=namespace, content_type=MERGE_PATCH
+                status_resource, body=patch, name=params["name"], namespace=namespace, content_type=MERGE_PATCH
             ).to_dict()
         except ConflictError:
             if attempt == CONFLICT_RETRIES:
@@ -332,36 +381,78 @@ def write_status(module, dynamic, resource, status_resource, namespace):
         result["status"] = written.get("status") or {}
         if "diff" in result:
             result["diff"]["after"] = result["status"]
-        return result
+        return written, result
+
+
+def record_event(dynamic, obj, event):
+    """Create a core/v1 Event about ``obj``. Through ansible-operator's proxy the create also gets
+    the owner reference, so the Event goes with the object."""
+    meta = obj["metadata"]
+    stamp = now_rfc3339()
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": meta["name"] + ".", "namespace": meta.get("namespace") or "default"},
+        "involvedObject": {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": meta["name"],
+            "namespace": meta.get("namespace"),
+            "uid": meta["uid"],
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "type": event["type"],
+        "reason": event["reason"],
+        "message": event["message"],
+        "source": {"component": event["component"]},
+        "reportingComponent": event["component"],
+        "reportingInstance": event["component"],
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+    events = dynamic.resources.get(api_version="v1", kind="Event")
+    return dynamic.create(events, body=body, namespace=body["metadata"]["namespace"]).to_dict()["metadata"]["name"]
+
+
+def run(params, check_mode=False, diff=False, api_client=None):
+    """Everything the module does, callable in-process (the action plugin of the same name runs it
+    inside ansible-playbook, without a module process). Returns the result or raises StatusError."""
+    problems = input_problems(params)
+    if problems:
+        raise StatusError("invalid arguments: " + "; ".join(problems), problems=problems)
+    if KUBERNETES_IMPORT_ERROR:
+        raise StatusError(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+
+    where = "%s %s %s" % (params["api_version"], params["kind"], params["name"])
+    try:
+        dynamic = DynamicClient(api_client or build_api_client(params))
+        resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
+        namespace = params["namespace"] if resource.namespaced else None
+        if resource.namespaced and not namespace:
+            raise StatusError("namespace is required for namespaced kind %s" % params["kind"])
+        obj, result = write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace)
+        if params.get("event") and result["changed"] and not check_mode:
+            result["event"] = record_event(dynamic, obj, params["event"])
+    except NotFoundError:
+        raise StatusError("%s not found in namespace %s" % (where, params["namespace"]))
+    except ConflictError as exc:
+        raise StatusError("%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
+    except DynamicApiError as exc:
+        raise StatusError("%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status)
+    except (ValueError, k8s_config.ConfigException) as exc:
+        raise StatusError("%s: %s" % (where, exc))
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise StatusError("%s: cannot reach the API server: %s" % (where, exc))
+    return result
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    problems = input_problems(module.params)
-    if problems:
-        module.fail_json(msg="invalid arguments: " + "; ".join(problems), problems=problems)
-    if KUBERNETES_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
-
-    params = module.params
-    where = "%s %s %s" % (params["api_version"], params["kind"], params["name"])
     try:
-        dynamic = DynamicClient(build_api_client(params))
-        resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
-        namespace = params["namespace"] if resource.namespaced else None
-        if resource.namespaced and not namespace:
-            module.fail_json(msg="namespace is required for namespaced kind %s" % params["kind"])
-        result = write_status(module, dynamic, resource, status_resource, namespace)
-    except NotFoundError:
-        module.fail_json(msg="%s not found in namespace %s" % (where, params["namespace"]))
-    except ConflictError as exc:
-        module.fail_json(msg="%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
-    except DynamicApiError as exc:
-        module.fail_json(msg="%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status)
-    except (ValueError, k8s_config.ConfigException) as exc:
-        module.fail_json(msg="%s: %s" % (where, exc))
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        module.fail_json(msg="%s: cannot reach the API server: %s" % (where, exc))
+        result = run(module.params, module.check_mode, module._diff)
+    except StatusError as exc:
+        module.fail_json(msg=exc.msg, **exc.extra)
     module.exit_json(**result)
 
 

@@ -10,7 +10,10 @@ import uuid
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from unit_helpers import ROLE, VENV_BIN
+from kubernetes import config as k8s_config
+from kubernetes.client import ApiClient, Configuration, VersionApi
+from kubernetes.dynamic import DynamicClient
+from unit_helpers import REPO, ROLE, VENV_BIN
 
 
 def pytest_configure(config):
@@ -44,7 +47,7 @@ def run_probe_role(tmp_path):
         role = tmp_path / "roles" / "probe"
         (role / "tasks").mkdir(parents=True, exist_ok=True)
         (role / "tasks" / "main.yml").write_text(tasks)
-        for sub in ("action_plugins", "filter_plugins", "library", "module_utils"):
+        for sub in ("action_plugins", "library", "module_utils"):
             if not (role / sub).exists():
                 (role / sub).symlink_to(ROLE / sub)
         inputdir = tmp_path / "input"
@@ -65,3 +68,27 @@ def run_probe_role(tmp_path):
         return completed, events
 
     return run
+
+
+@pytest.fixture(scope="session")
+def kubeconfig():
+    """The kubeconfig of a reachable cluster; FAILS (never skips) when there is none."""
+    path = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
+    hint = "start the local cluster with `make cluster-up`, or point KUBECONFIG at a cluster"
+    if not all(os.path.isfile(p) for p in path.split(os.pathsep)):
+        pytest.fail("no kubeconfig at %s: %s" % (path, hint), pytrace=False)
+    try:
+        configuration = Configuration()
+        k8s_config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
+        with ApiClient(configuration) as api:
+            VersionApi(api).get_code(_request_timeout=10)
+    except Exception as exc:  # noqa: BLE001 - any failure here means "no cluster"
+        pytest.fail("no cluster reachable through %s (%s: %s): %s" % (path, type(exc).__name__, exc, hint), pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def dynamic(kubeconfig):
+    configuration = Configuration()
+    k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration, persist_config=False)
+    return DynamicClient(ApiClient(configuration))

@@ -8,17 +8,13 @@ status subresource, in a random API group) and namespace, and delete both at the
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import uuid
 
 import pytest
-from kubernetes import config as k8s_config
-from kubernetes.client import ApiClient, Configuration, VersionApi
-from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from unit_helpers import REPO, load_library_module, task_results
+from unit_helpers import load_library_module, task_results
 
 pytestmark = pytest.mark.cluster
 
@@ -83,30 +79,6 @@ CRD = {
         ],
     },
 }
-
-
-@pytest.fixture(scope="session")
-def kubeconfig():
-    """The kubeconfig of a reachable cluster; FAILS (never skips) when there is none."""
-    path = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
-    hint = "start the local cluster with `make cluster-up`, or point KUBECONFIG at a cluster"
-    if not all(os.path.isfile(p) for p in path.split(os.pathsep)):
-        pytest.fail("no kubeconfig at %s: %s" % (path, hint), pytrace=False)
-    try:
-        configuration = Configuration()
-        k8s_config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
-        with ApiClient(configuration) as api:
-            VersionApi(api).get_code(_request_timeout=10)
-    except Exception as exc:  # noqa: BLE001 - any failure here means "no cluster"
-        pytest.fail("no cluster reachable through %s (%s: %s): %s" % (path, type(exc).__name__, exc, hint), pytrace=False)
-    return path
-
-
-@pytest.fixture(scope="session")
-def dynamic(kubeconfig):
-    configuration = Configuration()
-    k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration, persist_config=False)
-    return DynamicClient(ApiClient(configuration))
 
 
 @pytest.fixture(scope="session")

@@ -206,16 +206,15 @@ diff:
   type: dict
 """
 
-import os
 import time
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, ModuleFailure, api_error_message, build_api_client
 from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
 
 try:
     import urllib3
-    from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import (
@@ -259,11 +258,7 @@ ARGUMENT_SPEC = {
             "component": {"type": "str", "default": "llm-operator"},
         },
     },
-    "kubeconfig": {"type": "path"},
-    "context": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
-    "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
-    "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
+    **CONNECTION_SPEC,
 }
 
 
@@ -279,41 +274,6 @@ def input_problems(params):
     return problems
 
 
-def kubeconfig_path(params):
-    """The kubeconfig to load: the option, else (unless host is given) the environment's."""
-    if params["kubeconfig"]:
-        return params["kubeconfig"]
-    if params["host"]:
-        return None
-    return os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
-
-
-def build_api_client(params):
-    """An ApiClient from the kubeconfig, the service account or the explicit host and token."""
-    configuration = k8s_client.Configuration()
-    kubeconfig = kubeconfig_path(params)
-    if kubeconfig or params["context"]:
-        k8s_config.load_kube_config(
-            config_file=kubeconfig, context=params["context"], client_configuration=configuration, persist_config=False
-        )
-    elif not params["host"]:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-        except k8s_config.ConfigException:
-            k8s_config.load_kube_config(client_configuration=configuration, persist_config=False)
-    if params["host"]:
-        configuration.host = params["host"]
-    if params["api_key"]:
-        # kubernetes < 30 reads the "authorization" key, later versions "BearerToken" first.
-        bearer = "Bearer " + params["api_key"]
-        configuration.api_key = {"authorization": bearer, "BearerToken": bearer}
-        configuration.api_key_prefix = {}
-        configuration.refresh_api_key_hook = None
-    if params["validate_certs"] is not None:
-        configuration.verify_ssl = params["validate_certs"]
-    return k8s_client.ApiClient(configuration)
-
-
 def find_status_subresource(dynamic, api_version, kind):
     """The resource and its status subresource, or raise ValueError with the reason."""
     try:
@@ -326,23 +286,6 @@ def find_status_subresource(dynamic, api_version, kind):
     if status is None:
         raise ValueError("%s %s has no status subresource" % (api_version, kind))
     return resource, status
-
-
-def api_error_message(exc):
-    """The API server's own message of a failed request (its body never holds secret values)."""
-    summary = getattr(exc, "summary", None)
-    if callable(summary):
-        return summary()
-    return "%s %s" % (getattr(exc, "status", ""), getattr(exc, "reason", exc))
-
-
-class StatusError(Exception):
-    """A failure to report: the message, and extra result keys (never secret values)."""
-
-    def __init__(self, msg, **extra):
-        super().__init__(msg)
-        self.msg = msg
-        self.extra = extra
 
 
 def read_and_plan(params, check_mode, diff, dynamic, resource, namespace):
@@ -417,12 +360,12 @@ def record_event(dynamic, obj, event):
 
 def run(params, check_mode=False, diff=False, api_client=None):
     """Everything the module does, callable in-process (the action plugin of the same name runs it
-    inside ansible-playbook, without a module process). Returns the result or raises StatusError."""
+    inside ansible-playbook, without a module process). Returns the result or raises ModuleFailure."""
     problems = input_problems(params)
     if problems:
-        raise StatusError("invalid arguments: " + "; ".join(problems), problems=problems)
+        raise ModuleFailure("invalid arguments: " + "; ".join(problems), problems=problems)
     if KUBERNETES_IMPORT_ERROR:
-        raise StatusError(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+        raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
 
     where = "%s %s %s" % (params["api_version"], params["kind"], params["name"])
     try:
@@ -430,20 +373,20 @@ def run(params, check_mode=False, diff=False, api_client=None):
         resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
         namespace = params["namespace"] if resource.namespaced else None
         if resource.namespaced and not namespace:
-            raise StatusError("namespace is required for namespaced kind %s" % params["kind"])
+            raise ModuleFailure("namespace is required for namespaced kind %s" % params["kind"])
         obj, result = write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace)
         if params.get("event") and result["changed"] and not check_mode:
             result["event"] = record_event(dynamic, obj, params["event"])
     except NotFoundError:
-        raise StatusError("%s not found in namespace %s" % (where, params["namespace"]))
+        raise ModuleFailure("%s not found in namespace %s" % (where, params["namespace"]))
     except ConflictError as exc:
-        raise StatusError("%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
+        raise ModuleFailure("%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
     except DynamicApiError as exc:
-        raise StatusError("%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status)
+        raise ModuleFailure("%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status)
     except (ValueError, k8s_config.ConfigException) as exc:
-        raise StatusError("%s: %s" % (where, exc))
+        raise ModuleFailure("%s: %s" % (where, exc))
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise StatusError("%s: cannot reach the API server: %s" % (where, exc))
+        raise ModuleFailure("%s: cannot reach the API server: %s" % (where, exc))
     return result
 
 
@@ -451,7 +394,7 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = run(module.params, module.check_mode, module._diff)
-    except StatusError as exc:
+    except ModuleFailure as exc:
         module.fail_json(msg=exc.msg, **exc.extra)
     module.exit_json(**result)
 

@@ -1,0 +1,194 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Apply rendered manifests client-side, sending nothing for objects that are already as rendered."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: llmmodel_apply
+short_description: Apply Kubernetes manifests client-side, like kubectl apply
+description:
+  - For each manifest in O(definitions), reads the live object and creates it when it is missing,
+    leaves it alone when it is exactly as last applied and unchanged since, and otherwise sends one
+    JSON merge patch computed from three things: the manifest applied last (recorded in the
+    C(kubectl.kubernetes.io/last-applied-configuration) annotation, as C(kubectl apply) and
+    M(kubernetes.core.k8s) with C(apply=true) record it), the manifest now, and the live object.
+    Fields the manifest sets are enforced, fields it no longer sets are removed, fields it never
+    set (defaults, other controllers' fields, owner references) are left alone. Lists are replaced
+    whole.
+  - Objects are created with POST, so under ansible-operator its proxy adds the owner reference
+    and the dependent watch, as it does for M(kubernetes.core.k8s).
+  - The role runs it through its action plugin of the same name, inside C(ansible-playbook): no
+    module process per reconcile. Run as a plain module it behaves the same.
+version_added: "0.2.0"
+author:
+  - llm-operator maintainers
+requirements:
+  - kubernetes >= 24.2.0 (Python client)
+options:
+  definitions:
+    description: The manifests, each with C(apiVersion), C(kind), C(metadata.name) and, for namespaced kinds, C(metadata.namespace).
+    type: list
+    elements: dict
+    required: true
+  field_manager:
+    description: The field manager the API server records for the writes.
+    type: str
+    default: llm-operator
+  kubeconfig:
+    description: Path to a kubeconfig file. Defaults to C(K8S_AUTH_KUBECONFIG), then C(KUBECONFIG), then in-cluster configuration.
+    type: path
+  context:
+    description: The kubeconfig context to use.
+    type: str
+  host:
+    description: URL of the API server, instead of a kubeconfig.
+    type: str
+  api_key:
+    description: Bearer token for O(host).
+    type: str
+  validate_certs:
+    description: Whether to verify the API server's certificate.
+    type: bool
+    aliases: [verify_ssl]
+attributes:
+  check_mode:
+    support: full
+    description: Reads and plans, writes nothing.
+  diff_mode:
+    support: full
+    description: Returns the patch sent for each object.
+"""
+
+EXAMPLES = r"""
+- name: Apply the Service and the Deployment
+  llmmodel_apply:
+    definitions:
+      - "{{ lookup('ansible.builtin.template', 'service.yaml.j2') | from_yaml }}"
+      - "{{ lookup('ansible.builtin.template', 'deployment.yaml.j2') | from_yaml }}"
+"""
+
+RETURN = r"""
+objects:
+  description: What was done to each object, in the order of O(definitions).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: Service, name: my-model, action: unchanged}, {kind: Deployment, name: my-model, action: patched}]
+diff:
+  description: The merge patch (or the created body) of each object that changed, when run with C(--diff).
+  returned: when diff mode is on
+  type: dict
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, ModuleFailure, api_error_message, build_api_client
+from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
+
+try:
+    import urllib3
+    from kubernetes import config as k8s_config
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError, NotFoundError, ResourceNotFoundError
+
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+MERGE_PATCH = "application/merge-patch+json"
+DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged"}
+
+ARGUMENT_SPEC = {
+    "definitions": {"type": "list", "elements": "dict", "required": True},
+    "field_manager": {"type": "str", "default": "llm-operator"},
+    **CONNECTION_SPEC,
+}
+
+
+def identity(manifest):
+    """(apiVersion, kind, name, namespace) of a manifest, or raise ModuleFailure."""
+    metadata = manifest.get("metadata") or {}
+    missing = [field for field, value in (("apiVersion", manifest.get("apiVersion")), ("kind", manifest.get("kind")),
+                                           ("metadata.name", metadata.get("name"))) if not value]
+    if missing:
+        raise ModuleFailure("a definition lacks %s" % ", ".join(missing))
+    return manifest["apiVersion"], manifest["kind"], metadata["name"], metadata.get("namespace")
+
+
+def apply_one(dynamic, manifest, field_manager, check_mode):
+    """Plan and (unless check mode) send one manifest. Returns (action, body or patch)."""
+    api_version, kind, name, namespace = identity(manifest)
+    try:
+        resource = dynamic.resources.get(api_version=api_version, kind=kind)
+    except ResourceNotFoundError:
+        raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
+    if not resource.namespaced:
+        namespace = None
+    elif not namespace:
+        raise ModuleFailure("%s %s: metadata.namespace is required" % (kind, name))
+    try:
+        live = dynamic.get(resource, name=name, namespace=namespace).to_dict()
+    except NotFoundError:
+        live = None
+    action, body = plan(manifest, live)
+    if check_mode or action == "unchanged":
+        return action, body
+    try:
+        if action == "create":
+            dynamic.create(resource, body=body, namespace=namespace, field_manager=field_manager)
+        else:
+            dynamic.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
+    except ConflictError:
+        # The read came from a cache that had not seen the object yet: it exists, so enforce all of it.
+        if action != "create":
+            raise
+        action, body = "patch", three_way_patch(None, with_record(manifest), {})
+        dynamic.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
+    except NotFoundError:
+        if action != "patch":
+            raise
+        action, body = "create", with_record(manifest)
+        dynamic.create(resource, body=body, namespace=namespace, field_manager=field_manager)
+    return action, body
+
+
+def run(params, check_mode=False, diff=False, api_client=None):
+    """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
+    if KUBERNETES_IMPORT_ERROR:
+        raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    objects, patches = [], {}
+    where = "applying"
+    try:
+        dynamic = DynamicClient(api_client or build_api_client(params))
+        for manifest in params["definitions"]:
+            where = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
+            action, body = apply_one(dynamic, manifest, params["field_manager"], check_mode)
+            objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
+            if body is not None:
+                patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
+    except DynamicApiError as exc:
+        raise ModuleFailure("%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status, objects=objects)
+    except (ValueError, k8s_config.ConfigException) as exc:
+        raise ModuleFailure("%s: %s" % (where, exc), objects=objects)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ModuleFailure("%s: cannot reach the API server: %s" % (where, exc), objects=objects)
+    result = {"changed": any(item["action"] != "unchanged" for item in objects), "objects": objects}
+    if diff:
+        result["diff"] = {"before": {}, "after": patches}
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = run(module.params, module.check_mode, module._diff)
+    except ModuleFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.extra)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""llmmodel_apply against a REAL API server (the cluster in KUBECONFIG); `make unit-cluster-test`.
+
+Without a reachable cluster these tests FAIL (the kubeconfig fixture), never skip. Each test works in
+a namespace of its own, deleted at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+
+import pytest
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from unit_helpers import load_library_module, task_results
+
+pytestmark = pytest.mark.cluster
+
+llmmodel_apply = load_library_module("llmmodel_apply")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+@pytest.fixture
+def namespace(dynamic):
+    namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")
+    name = "llmapply-%s" % uuid.uuid4().hex[:8]
+    namespaces.create(body={"metadata": {"name": name}})
+    yield name
+    try:
+        namespaces.delete(name=name)
+    except NotFoundError:
+        pass
+
+
+@pytest.fixture
+def manifests(namespace):
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": namespace, "labels": {"app": "m", "tier": "x"}},
+        "data": {"port": "8000", "mode": "chat"},
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "m", "namespace": namespace, "labels": {"app": "m"}},
+        "spec": {"type": "ClusterIP", "selector": {"app": "m"}, "ports": [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]},
+    }
+    return config_map, service
+
+
+@pytest.fixture
+def apply(run_module, kubeconfig):
+    def run(definitions, check_mode=False):
+        return run_module(llmmodel_apply, {"definitions": definitions, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode})
+
+    return run
+
+
+@pytest.fixture
+def read(dynamic, namespace):
+    def get(kind, name):
+        return dynamic.resources.get(api_version="v1", kind=kind).get(name=name, namespace=namespace).to_dict()
+
+    return get
+
+
+def actions(result):
+    return [(o["kind"], o["action"]) for o in result["objects"]]
+
+
+def test_missing_objects_are_created_with_their_record(apply, read, manifests):
+    result = apply(list(manifests))
+    assert result["changed"] is True
+    assert actions(result) == [("ConfigMap", "created"), ("Service", "created")]
+    live = read("ConfigMap", "settings")
+    assert live["data"] == {"port": "8000", "mode": "chat"}
+    assert json.loads(live["metadata"]["annotations"][LAST_APPLIED]) == manifests[0]
+    assert any(f["manager"] == "llm-operator" for f in live["metadata"]["managedFields"])
+
+
+def test_a_second_apply_sends_nothing(apply, read, manifests):
+    apply(list(manifests))
+    before = [read("ConfigMap", "settings")["metadata"]["resourceVersion"], read("Service", "m")["metadata"]["resourceVersion"]]
+    result = apply(list(manifests))
+    assert result["changed"] is False
+    assert actions(result) == [("ConfigMap", "unchanged"), ("Service", "unchanged")]
+    assert [read("ConfigMap", "settings")["metadata"]["resourceVersion"], read("Service", "m")["metadata"]["resourceVersion"]] == before
+
+
+def test_a_changed_manifest_is_patched_and_a_dropped_field_removed(apply, read, manifests):
+    config_map, service = manifests
+    apply([config_map, service])
+    changed = copy.deepcopy(config_map)
+    changed["data"] = {"port": "9000"}
+    del changed["metadata"]["labels"]["tier"]
+    result = apply([changed, service])
+    assert actions(result) == [("ConfigMap", "patched"), ("Service", "unchanged")]
+    live = read("ConfigMap", "settings")
+    assert live["data"] == {"port": "9000"}
+    assert live["metadata"]["labels"] == {"app": "m"}
+    assert json.loads(live["metadata"]["annotations"][LAST_APPLIED]) == changed
+
+
+def test_an_edit_by_someone_else_is_put_back_and_their_additions_kept(apply, read, dynamic, namespace, manifests):
+    config_map, _ = manifests
+    apply([config_map])
+    config_maps = dynamic.resources.get(api_version="v1", kind="ConfigMap")
+    config_maps.patch(name="settings", namespace=namespace, content_type="application/merge-patch+json",
+                      body={"metadata": {"labels": {"team": "ops"}}, "data": {"mode": "edited", "extra": "theirs"}})
+    result = apply([config_map])
+    assert actions(result) == [("ConfigMap", "patched")]
+    live = read("ConfigMap", "settings")
+    assert live["data"] == {"port": "8000", "mode": "chat", "extra": "theirs"}
+    assert live["metadata"]["labels"] == {"app": "m", "tier": "x", "team": "ops"}
+
+
+def test_check_mode_plans_without_writing(apply, read, manifests):
+    config_map, service = manifests
+    result = apply([config_map], check_mode=True)
+    assert result["changed"] is True and actions(result) == [("ConfigMap", "created")]
+    with pytest.raises(NotFoundError):
+        read("ConfigMap", "settings")
+
+
+def test_a_rejected_object_fails_with_the_api_servers_reason(apply, manifests):
+    _, service = manifests
+    bad = copy.deepcopy(service)
+    bad["spec"]["ports"][0]["port"] = 70000
+    result = apply([bad])
+    assert result["failed"] is True
+    assert result["msg"].startswith("Service m: API request failed:")
+    assert "70000" in result["msg"] or "port" in result["msg"]
+
+
+def test_a_definition_without_a_name_fails_before_any_request(apply, manifests):
+    config_map, _ = manifests
+    nameless = copy.deepcopy(config_map)
+    del nameless["metadata"]["name"]
+    result = apply([nameless])
+    assert result["failed"] is True and "metadata.name" in result["msg"]
+
+
+def test_real_runs_through_the_action_plugin_report_changed_then_not(run_probe_role, kubeconfig, manifests, read):
+    """Through ansible-runner as ansible-operator runs it: the in-process action plugin, not a module process."""
+    config_map, _ = manifests
+    tasks = "- name: Apply\n  llmmodel_apply:\n    definitions:\n      - %s\n" % json.dumps(config_map)
+    env = {"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig}
+
+    first, first_events = run_probe_role(tasks, env=env)
+    second, second_events = run_probe_role(tasks, env=env)
+
+    assert first.returncode == 0 and second.returncode == 0, first.stdout + second.stdout
+    assert [res["changed"] for _, res in task_results(first_events, "llmmodel_apply")] == [True]
+    assert [res["changed"] for _, res in task_results(second_events, "llmmodel_apply")] == [False]
+    assert second_events[-1]["event_data"]["changed"] == {}
+    assert read("ConfigMap", "settings")["data"] == config_map["data"]

@@ -13,14 +13,17 @@ KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 export KUBECONFIG
 
 # How the operator runs locally: the same watches.yaml and roles/ the image ships, the venv's
-# ansible-runner on PATH, no fact gathering.
+# ansible-runner on PATH, and the settings of config/manager/manager.yaml: no fact gathering, only
+# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0.
+OPERATOR_ANSIBLE_VERBOSITY ?= 0
 OPERATOR_LOG ?= $(CURDIR)/.cluster/operator.log
 OPERATOR_PIDFILE ?= $(CURDIR)/.cluster/operator.pid
-OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit \
+OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
+	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/$(VENV)/lib/python3.11/site-packages" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
 OPERATOR_ARGS ?= --watches-file watches.yaml --health-probe-bind-address 127.0.0.1:6789 \
-	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 4 \
+	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 2 \
 	--zap-log-level info
 
 -include mk/*.mk

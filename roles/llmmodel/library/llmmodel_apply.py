@@ -84,15 +84,13 @@ diff:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, ModuleFailure, api_error_message, build_api_client
+from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, ModuleFailure, build_api_client, module_main, reported_api_errors
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 
 try:
-    import urllib3
-    from kubernetes import config as k8s_config
     from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError, NotFoundError, ResourceNotFoundError
+    from kubernetes.dynamic.exceptions import ConflictError, NotFoundError, ResourceNotFoundError
 
     KUBERNETES_IMPORT_ERROR = None
 except ImportError:
@@ -160,21 +158,15 @@ def run(params, check_mode=False, diff=False, api_client=None):
     if KUBERNETES_IMPORT_ERROR:
         raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
     objects, patches = [], {}
-    where = "applying"
-    try:
+    where = ["applying"]
+    with reported_api_errors(lambda: where[0], objects=objects):
         dynamic = DynamicClient(api_client or build_api_client(params))
         for manifest in params["definitions"]:
-            where = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
+            where[0] = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
             action, body = apply_one(dynamic, manifest, params["field_manager"], check_mode)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
-    except DynamicApiError as exc:
-        raise ModuleFailure("%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status, objects=objects)
-    except (ValueError, k8s_config.ConfigException) as exc:
-        raise ModuleFailure("%s: %s" % (where, exc), objects=objects)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ModuleFailure("%s: cannot reach the API server: %s" % (where, exc), objects=objects)
     result = {"changed": any(item["action"] != "unchanged" for item in objects), "objects": objects}
     if diff:
         result["diff"] = {"before": {}, "after": patches}
@@ -182,12 +174,7 @@ def run(params, check_mode=False, diff=False, api_client=None):
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = run(module.params, module.check_mode, module._diff)
-    except ModuleFailure as exc:
-        module.fail_json(msg=exc.msg, **exc.extra)
-    module.exit_json(**result)
+    module_main(ARGUMENT_SPEC, run)
 
 
 if __name__ == "__main__":

@@ -209,17 +209,21 @@ diff:
 import time
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, ModuleFailure, api_error_message, build_api_client
+from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.llmmodel_client import (
+    CONNECTION_SPEC,
+    ModuleFailure,
+    api_error_message,
+    build_api_client,
+    module_main,
+    reported_api_errors,
+)
 from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
 
 try:
-    import urllib3
-    from kubernetes import config as k8s_config
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import (
         ConflictError,
-        DynamicApiError,
         NotFoundError,
         ResourceNotFoundError,
         ResourceNotUniqueError,
@@ -368,35 +372,25 @@ def run(params, check_mode=False, diff=False, api_client=None):
         raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
 
     where = "%s %s %s" % (params["api_version"], params["kind"], params["name"])
-    try:
-        dynamic = DynamicClient(api_client or build_api_client(params))
-        resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
-        namespace = params["namespace"] if resource.namespaced else None
-        if resource.namespaced and not namespace:
-            raise ModuleFailure("namespace is required for namespaced kind %s" % params["kind"])
-        obj, result = write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace)
-        if params.get("event") and result["changed"] and not check_mode:
-            result["event"] = record_event(dynamic, obj, params["event"])
-    except NotFoundError:
-        raise ModuleFailure("%s not found in namespace %s" % (where, params["namespace"]))
-    except ConflictError as exc:
-        raise ModuleFailure("%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
-    except DynamicApiError as exc:
-        raise ModuleFailure("%s: API request failed: %s" % (where, api_error_message(exc)), status_code=exc.status)
-    except (ValueError, k8s_config.ConfigException) as exc:
-        raise ModuleFailure("%s: %s" % (where, exc))
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ModuleFailure("%s: cannot reach the API server: %s" % (where, exc))
+    with reported_api_errors(lambda: where):
+        try:
+            dynamic = DynamicClient(api_client or build_api_client(params))
+            resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
+            namespace = params["namespace"] if resource.namespaced else None
+            if resource.namespaced and not namespace:
+                raise ModuleFailure("namespace is required for namespaced kind %s" % params["kind"])
+            obj, result = write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace)
+            if params.get("event") and result["changed"] and not check_mode:
+                result["event"] = record_event(dynamic, obj, params["event"])
+        except NotFoundError:
+            raise ModuleFailure("%s not found in namespace %s" % (where, params["namespace"]))
+        except ConflictError as exc:
+            raise ModuleFailure("%s: status kept changing, gave up after %d retries: %s" % (where, CONFLICT_RETRIES, api_error_message(exc)))
     return result
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    try:
-        result = run(module.params, module.check_mode, module._diff)
-    except ModuleFailure as exc:
-        module.fail_json(msg=exc.msg, **exc.extra)
-    module.exit_json(**result)
+    module_main(ARGUMENT_SPEC, run)
 
 
 if __name__ == "__main__":

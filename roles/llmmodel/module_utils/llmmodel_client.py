@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 try:
+    import urllib3
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
+    from kubernetes.dynamic.exceptions import DynamicApiError
 except ImportError:  # the modules report the missing library themselves
-    k8s_client = k8s_config = None
+    urllib3 = k8s_client = k8s_config = DynamicApiError = None
 
 # The connection options of kubernetes.core's modules that a role under ansible-operator needs; by
 # default the environment's kubeconfig (ansible-operator's proxy) is used.
@@ -74,3 +77,26 @@ def api_error_message(exc):
     if callable(summary):
         return summary()
     return "%s %s" % (getattr(exc, "status", ""), getattr(exc, "reason", exc))
+
+
+@contextlib.contextmanager
+def reported_api_errors(where, **extra):
+    """Turn the Kubernetes client's failures into ModuleFailure, each message starting with where()."""
+    try:
+        yield
+    except DynamicApiError as exc:
+        raise ModuleFailure("%s: API request failed: %s" % (where(), api_error_message(exc)), status_code=exc.status, **extra)
+    except (ValueError, k8s_config.ConfigException) as exc:
+        raise ModuleFailure("%s: %s" % (where(), exc), **extra)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ModuleFailure("%s: cannot reach the API server: %s" % (where(), exc), **extra)
+
+
+def module_main(argument_spec, run):
+    """The plain-module entry point of a module whose work is ``run(params, check_mode, diff)``."""
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    try:
+        result = run(module.params, module.check_mode, module._diff)
+    except ModuleFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.extra)
+    module.exit_json(**result)

@@ -20,5 +20,4 @@ from ansible.module_utils.llmmodel_inprocess import InProcessModuleAction  # noq
 class ActionModule(InProcessModuleAction):
     """Apply rendered manifests client-side; nothing is sent for unchanged objects."""
 
-    ROLE_DIR = _ROLE
     MODULE = "llmmodel_apply"

@@ -20,5 +20,4 @@ from ansible.module_utils.llmmodel_inprocess import InProcessModuleAction  # noq
 class ActionModule(InProcessModuleAction):
     """Merge fields and conditions into the object's status with one merge patch."""
 
-    ROLE_DIR = _ROLE
     MODULE = "llmmodel_status"

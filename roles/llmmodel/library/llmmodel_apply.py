@@ -85,8 +85,9 @@ diff:
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, ModuleFailure, build_api_client, module_main, reported_api_errors
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_api_client, reported_api_errors
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
+from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
 try:
     from kubernetes.dynamic import DynamicClient

@@ -210,15 +210,9 @@ import time
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible.module_utils.llmmodel_client import (
-    CONNECTION_SPEC,
-    ModuleFailure,
-    api_error_message,
-    build_api_client,
-    module_main,
-    reported_api_errors,
-)
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, api_error_message, build_api_client, reported_api_errors
 from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
+from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
 try:
     from kubernetes.dynamic import DynamicClient

@@ -78,21 +78,24 @@ seconds:
   sample: 10.0
 """
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.llmmodel_duration import parse_go_duration
+from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
+
+ARGUMENT_SPEC = {"time": {"type": "str", "required": True, "aliases": ["period"]}}
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={"time": {"type": "str", "required": True, "aliases": ["period"]}},
-        supports_check_mode=True,
-    )
-    period = module.params["time"].strip()
+def run(params, check_mode=False, diff=False):
+    """Validate the period and return it; change nothing. Raises ModuleFailure for a bad period."""
+    period = params["time"].strip()
     try:
         nanoseconds = parse_go_duration(period)
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, period=period, seconds=nanoseconds / 1e9)
+        raise ModuleFailure(str(exc))
+    return {"changed": False, "period": period, "seconds": nanoseconds / 1e9}
+
+
+def main():
+    module_main(ARGUMENT_SPEC, run)
 
 
 if __name__ == "__main__":

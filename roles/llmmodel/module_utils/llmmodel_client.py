@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.llmmodel_module import ModuleFailure
 
 try:
     import urllib3
@@ -25,15 +26,6 @@ CONNECTION_SPEC = {
     "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
     "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
 }
-
-
-class ModuleFailure(Exception):
-    """A failure to report: the message, and extra result keys (never secret values)."""
-
-    def __init__(self, msg, **extra):
-        super().__init__(msg)
-        self.msg = msg
-        self.extra = extra
 
 
 def kubeconfig_path(params):
@@ -90,13 +82,3 @@ def reported_api_errors(where, **extra):
         raise ModuleFailure("%s: %s" % (where(), exc), **extra)
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise ModuleFailure("%s: cannot reach the API server: %s" % (where(), exc), **extra)
-
-
-def module_main(argument_spec, run):
-    """The plain-module entry point of a module whose work is ``run(params, check_mode, diff)``."""
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    try:
-        result = run(module.params, module.check_mode, module._diff)
-    except ModuleFailure as exc:
-        module.fail_json(msg=exc.msg, **exc.extra)
-    module.exit_json(**result)

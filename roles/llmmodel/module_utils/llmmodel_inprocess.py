@@ -13,15 +13,19 @@ import importlib.util
 import os
 import sys
 
-from ansible.module_utils.llmmodel_client import ModuleFailure
+from ansible.module_utils.llmmodel_module import ModuleFailure
 from ansible.plugins.action import ActionBase
 
 
-def load_library_module(role_dir, name):
+# This file is the role's module_utils/llmmodel_inprocess.py; the modules are in the role's library/.
+ROLE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def load_library_module(name):
     """The role's library module ``name``, imported once per process."""
     key = "_llmmodel_library_" + name
     if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, os.path.join(role_dir, "library", name + ".py"))
+        spec = importlib.util.spec_from_file_location(key, os.path.join(ROLE_DIR, "library", name + ".py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.modules[key] = module
@@ -33,12 +37,11 @@ class InProcessModuleAction(ActionBase):
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    ROLE_DIR = ""
     MODULE = ""
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        module = load_library_module(self.ROLE_DIR, self.MODULE)
+        module = load_library_module(self.MODULE)
         _, params = self.validate_argument_spec(argument_spec=module.ARGUMENT_SPEC)
         try:
             result.update(module.run(params, check_mode=self._task.check_mode, diff=self._task.diff))

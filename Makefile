@@ -4,6 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV ?= .venv
+LINT_VENV ?= .venv-lint
 BIN := $(CURDIR)/bin
 PYTHON ?= python3
 KUBECTL ?= $(BIN)/kubectl
@@ -11,6 +12,10 @@ KUSTOMIZE ?= $(BIN)/kustomize
 OPERATOR_SDK ?= $(BIN)/operator-sdk
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 export KUBECONFIG
+# The collections of requirements.yml, installed by `make collections` as the image installs them.
+# Exported, so every run of the role (operator, Molecule, pytest, bench, ansible-lint) finds them here.
+COLLECTIONS_DIR := $(CURDIR)/.cache/collections
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS_DIR)
 
 # How the operator runs locally: the same watches.yaml and roles/ the image ships, the venv's
 # ansible-runner on PATH, and the settings of config/manager/manager.yaml: no fact gathering, only
@@ -20,7 +25,7 @@ OPERATOR_LOG ?= $(CURDIR)/.cluster/operator.log
 OPERATOR_PIDFILE ?= $(CURDIR)/.cluster/operator.pid
 OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
-	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/$(VENV)/lib/python3.11/site-packages" \
+	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
 OPERATOR_ARGS ?= --watches-file watches.yaml --health-probe-bind-address 127.0.0.1:6789 \
 	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 2 \
@@ -42,16 +47,34 @@ tools: ## Build the pinned Go tools into bin/ (only what is missing).
 cluster-tools:
 	@$(PYTHON) hack/build_tools.py cluster
 
+# The venv holds exactly the requirements: when they change it is made anew, so no package of an
+# older pin (say the ansible 12 bundle) lingers and shadows what the image has.
 VENV_STAMP := $(VENV)/.installed
-$(VENV_STAMP): requirements.txt $(wildcard puller/pyproject.toml runner-http-plugin/pyproject.toml)
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
-	@if [ -f puller/pyproject.toml ]; then $(VENV)/bin/pip install --quiet --disable-pip-version-check -e ./puller; fi
-	@if [ -f runner-http-plugin/pyproject.toml ]; then $(VENV)/bin/pip install --quiet --disable-pip-version-check -e ./runner-http-plugin; fi
+$(VENV_STAMP): requirements.txt images/operator-base/requirements.txt runner-http-plugin/pyproject.toml
+	@rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -e ./runner-http-plugin
+	$(VENV)/bin/pip check
 	@touch $@
 
-.PHONY: venv
-venv: $(VENV_STAMP) ## Create .venv from the pinned requirements (no Galaxy: collections come from the ansible bundle).
+COLLECTIONS_STAMP := $(COLLECTIONS_DIR)/.installed
+$(COLLECTIONS_STAMP): requirements.yml requirements-collections.txt hack/install_collections.py $(VENV_STAMP)
+	$(VENV)/bin/python hack/install_collections.py --dest $(COLLECTIONS_DIR)
+	@touch $@
+
+LINT_VENV_STAMP := $(LINT_VENV)/.installed
+$(LINT_VENV_STAMP): requirements-lint.txt
+	@rm -rf $(LINT_VENV)
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-lint.txt
+	@touch $@
+
+.PHONY: venv collections lint-venv
+venv: $(VENV_STAMP) $(COLLECTIONS_STAMP) puller-venv ## Create .venv (the image's packages + test tools), the collections, .venv-puller.
+
+collections: $(COLLECTIONS_STAMP) ## Install the collections of requirements.yml into .cache/collections (from PyPI's ansible bundle; no Galaxy).
+
+lint-venv: $(LINT_VENV_STAMP) ## Create .venv-lint (ansible-lint, yamllint) from requirements-lint.txt.
 
 ##@ Local cluster
 .PHONY: cluster-up cluster-down cluster-status
@@ -94,9 +117,9 @@ test: ## Everything CI runs: tools, venv, cluster, lints, unit, test-bed, admiss
 
 test-all: tools venv lint manifests-check unit-test puller-test cluster-up testbed-test unit-cluster-test admission-test install-test molecule-test
 
-lint: venv ## ansible-lint (production profile) and yamllint.
-	$(VENV)/bin/yamllint -s .
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/ansible-lint --profile production
+lint: lint-venv collections ## ansible-lint (production profile) and yamllint.
+	$(LINT_VENV)/bin/yamllint -s .
+	PATH="$(CURDIR)/$(LINT_VENV)/bin:$$PATH" $(LINT_VENV)/bin/ansible-lint --profile production
 
 testbed-test: venv cluster-up ## Tests of the local cluster itself.
 	$(VENV)/bin/pytest -q tests/testbed

@@ -1,6 +1,6 @@
 """Peak memory and throughput of llm-model-puller on a large file from a server on 127.0.0.1.
 
-    .venv/bin/python bench/puller_rss.py [--mib 200] [--mode url|hf|both] [--json bench/out/puller.json]
+    .venv-puller/bin/python bench/puller_rss.py [--mib 200] [--mode url|hf|both] [--json bench/out/puller.json]
 
 Serves a random file (default 200 MiB) from the test suite's FileServer (MODEL_URL path) and from its
 FakeHub (HF_REPO path, the real huggingface_hub client), runs the puller as a subprocess for each, and

@@ -14,6 +14,9 @@ from kubernetes import config
 REPO = pathlib.Path(__file__).resolve().parent.parent
 KUBECONFIG = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
 KUBECTL = os.environ.get("KUBECTL") or str(REPO / "bin" / "kubectl")
+# Every Ansible run of the tests uses the collections the operator image installs (make collections),
+# also when pytest is started by hand.
+os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(REPO / ".cache" / "collections")
 
 
 @pytest.fixture(scope="session")

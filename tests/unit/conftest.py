@@ -9,11 +9,10 @@ import uuid
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from kubernetes import config as k8s_config
 from kubernetes.client import ApiClient, Configuration, VersionApi
 from kubernetes.dynamic import DynamicClient
-from unit_helpers import REPO, ROLE, VENV_BIN
+from unit_helpers import REPO, ROLE, VENV_BIN, module_args
 
 
 def pytest_configure(config):
@@ -28,7 +27,7 @@ def run_module(capsys):
 
     def run(module, args: dict) -> dict:
         capsys.readouterr()
-        with patch_module_args(args), pytest.raises(SystemExit) as exited:
+        with module_args(args), pytest.raises(SystemExit) as exited:
             module.main()
         out = capsys.readouterr().out
         result = json.loads(out)

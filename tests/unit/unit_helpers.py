@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -18,6 +20,30 @@ import ansible.module_utils  # noqa: E402
 
 if str(MODULE_UTILS) not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(MODULE_UTILS))
+
+
+@contextlib.contextmanager
+def module_args(args: dict):
+    """Hand ``args`` to the next AnsibleModule created in this process, as Ansible does for a module
+    run. ansible-core 2.18 (the image's) reads them from ``basic._ANSIBLE_ARGS``; 2.19 added
+    ``ansible.module_utils.testing.patch_module_args`` for it, used when present."""
+    try:
+        from ansible.module_utils.testing import patch_module_args
+    except ImportError:
+        patch_module_args = None
+    if patch_module_args is not None:
+        with patch_module_args(args):
+            yield
+        return
+    from ansible.module_utils import basic
+
+    payload = {"_ansible_remote_tmp": "/tmp", "_ansible_keep_remote_files": False, **args}
+    saved = basic._ANSIBLE_ARGS
+    basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": payload}).encode()
+    try:
+        yield
+    finally:
+        basic._ANSIBLE_ARGS = saved
 
 
 def load_library_module(name: str):

@@ -33,16 +33,17 @@ class Runc:
     def bundle(
         self, bundle: pathlib.Path, rootfs: pathlib.Path, config: ImageConfig, args: list[str] | None = None,
         network: str = "none", binds: dict[str, tuple[pathlib.Path, bool]] | None = None,
-        env: dict[str, str] | None = None,
+        env: dict[str, str] | None = None, command: list[str] | None = None,
     ) -> None:
-        """Write bundle/config.json: `runc spec`'s defaults with the image's run configuration."""
+        """Write bundle/config.json: `runc spec`'s defaults with the image's run configuration.
+        `args` replace the image's Cmd (after its Entrypoint); `command` replaces both."""
         bundle.mkdir(parents=True, exist_ok=True)
         (bundle / "config.json").unlink(missing_ok=True)
         subprocess.run(self._runc("spec", "--bundle", str(bundle)), check=True)
         spec = json.loads((bundle / "config.json").read_text())
         process = spec["process"]
         process["terminal"] = False
-        process["args"] = config.entrypoint + (config.cmd if args is None else args)
+        process["args"] = command or config.entrypoint + (config.cmd if args is None else args)
         process["env"] = config.env + [f"{key}={value}" for key, value in (env or {}).items()]
         process["cwd"] = config.workdir
         process["user"] = _user(config.user)

@@ -4,7 +4,7 @@ from a server on 127.0.0.1 into a directory, as the pull Job does into the PVC."
 import hashlib
 import os
 
-from conftest import PULLER_IMAGE
+from conftest import PULLER_IMAGE, REPO
 from local_http import FileServer
 
 
@@ -43,3 +43,8 @@ def test_puller_downloads_a_file_from_a_local_server_and_checks_its_sha256(unpac
     pulled = dest / "weights.gguf"
     assert pulled.read_bytes() == payload
     assert pulled.stat().st_uid == 10001, "written by the image's user"
+
+
+def test_the_built_puller_name_is_the_roles_default():
+    defaults = (REPO / "roles/llmmodel/defaults/main.yml").read_text()
+    assert f"default('{PULLER_IMAGE}', true)" in defaults, "LLMMODEL_PULLER_IMAGE and the role's default differ"

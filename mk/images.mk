@@ -22,7 +22,8 @@ IMAGES_ARGS = --operator-image $(IMG) --puller-image $(LLMMODEL_PULLER_IMAGE) \
 images-debian-packages:
 	@$(PYTHON) hack/apt_install.py images
 
-images: images-debian-packages ## Build the project's images without Docker (only what changed) into .cache/images/.
+# The operator image installs kubernetes.core from the artifact of `make collections` (no Galaxy here).
+images: images-debian-packages $(if $(wildcard hack/install_collections.py),collections) ## Build the project's images without Docker (only what changed) into .cache/images/.
 	@$(PYTHON) hack/build_tools.py ansible-operator
 	@$(PYTHON) hack/images.py build $(IMAGES_ARGS)
 

@@ -11,6 +11,9 @@ from .catalog import Image
 
 def ensure(image: Image) -> str:
     """Build (if needed) and export (if exported) `image`; return its image ID."""
+    if "COLLECTIONS" in image.build_args and not any(name.endswith(".tar.gz") for name in image.context):
+        raise SystemExit(f"images: {image.key} installs kubernetes.core from {paths.COLLECTIONS}/*.tar.gz: "
+                         "none there, run `make collections`")
     base_ids = {}
     for base in image.bases:
         base_id = buildah.image_id(base)

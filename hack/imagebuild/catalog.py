@@ -53,6 +53,12 @@ def llama_server_name() -> str:
     return f"{LLAMA_SERVER_REPOSITORY}:{version}"
 
 
+def collection_artifacts() -> dict[str, pathlib.Path]:
+    """The Galaxy artifacts of `make collections` (.cache/collections/*.tar.gz), by context path."""
+    found = sorted(paths.COLLECTIONS.glob("*.tar.gz"))
+    return {path.relative_to(paths.ROOT).as_posix(): path for path in found}
+
+
 def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[Image]:
     """Every image in build order (a base before the images built FROM it)."""
     collections = paths.COLLECTIONS.relative_to(paths.ROOT).as_posix()
@@ -74,7 +80,7 @@ def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[I
         ),
         Image(
             "operator", operator, "Dockerfile",
-            {**_repo("requirements.yml", "watches.yaml", "roles", "playbooks"), collections: paths.COLLECTIONS},
+            {**_repo("requirements.yml", "watches.yaml", "roles", "playbooks"), **collection_artifacts()},
             build_args={"BASE_IMAGE": OPERATOR_BASE, "COLLECTIONS": collections}, bases=(OPERATOR_BASE,),
             export=True,
         ),

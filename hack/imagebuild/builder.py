@@ -45,5 +45,6 @@ def ensure(image: Image) -> str:
     digest.record(image, inputs, built, seconds)
     shutil.rmtree(staged)
     buildah.remove_dangling()
-    print(f"images: {image.key}: built in {seconds:.0f}s" + (f", exported to {archive}" if image.export else ""), flush=True)
+    exported = f", exported to {archive}" if image.export else ""
+    print(f"images: {image.key}: built in {seconds:.0f}s{exported}", flush=True)
     return built

@@ -86,7 +86,8 @@ def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[I
         ),
         Image(
             "puller", puller, "puller/Dockerfile",
-            {name: paths.ROOT / "puller" / name for name in ("requirements.lock", "pyproject.toml", "README.md", "src")},
+            {name: paths.ROOT / "puller" / name for name in ("requirements.lock", "pyproject.toml", "README.md",
+                                                             "src")},
             build_args={"PYTHON_IMAGE": PYTHON}, bases=(PYTHON,), export=True, host_ca=True,
         ),
         Image(

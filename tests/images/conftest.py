@@ -53,3 +53,7 @@ def unpacked(tmp_path_factory):
 @pytest.fixture(scope="session")
 def model() -> pathlib.Path:
     return _require(MODEL, "fetch it with `make model`")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "containerd: needs bin/containerd and bin/ctr (make images-import-test)")

@@ -73,7 +73,8 @@ def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[I
             "operator-base", OPERATOR_BASE, "images/operator-base/Dockerfile",
             {
                 "requirements.txt": paths.ROOT / "images/operator-base/requirements.txt",
-                "runner-http-plugin": paths.ROOT / "runner-http-plugin",
+                **{f"runner-http-plugin/{name}": paths.ROOT / "runner-http-plugin" / name
+                   for name in ("pyproject.toml", "README.md", "src")},
                 "ansible-operator": ansible_operator,
             },
             build_args={"PYTHON_IMAGE": PYTHON}, bases=(PYTHON,), host_ca=True,

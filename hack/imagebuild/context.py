@@ -10,8 +10,9 @@ import shutil
 from . import paths, rootfs
 from .catalog import Image
 
-# Never part of an image: caches and build leftovers of a developer's checkout.
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", "build", "tests")
+# Never part of an image: caches and metadata that `pip install -e` leaves in a developer's checkout
+# (.dockerignore keeps the same out of a Docker build).
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache")
 
 
 def stage(image: Image) -> pathlib.Path:

@@ -37,7 +37,8 @@ def runc(tmp_path_factory) -> Runc:
 
 @pytest.fixture(scope="session")
 def unpacked(tmp_path_factory):
-    """unpacked(key) -> (rootfs, config) of .cache/images/<key>.tar, unpacked once per session."""
+    """unpacked(key) -> (rootfs, config) of .cache/images/<key>.tar, unpacked once per session and
+    removed at its end (each is hundreds of MB)."""
     done: dict[str, tuple[pathlib.Path, ImageConfig]] = {}
 
     def get(key: str) -> tuple[pathlib.Path, ImageConfig]:
@@ -47,7 +48,9 @@ def unpacked(tmp_path_factory):
             done[key] = (rootfs, unpack(archive, rootfs))
         return done[key]
 
-    return get
+    yield get
+    for rootfs, _ in done.values():
+        shutil.rmtree(rootfs, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

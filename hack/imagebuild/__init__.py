@@ -1,0 +1,1 @@
+"""Building the project's container images without a Docker daemon (hack/images.py is the entry point)."""

@@ -98,7 +98,7 @@ def test_ansible_finds_exactly_the_kubernetes_core_of_requirements_yml():
 
 
 def test_the_local_ansible_operator_is_the_image_base_version():
-    base = re.search(r"^FROM quay\.io/operator-framework/ansible-operator:(v\S+)", (REPO / "Dockerfile").read_text(), re.M)
+    base = re.search(r"^ARG BASE_IMAGE=quay\.io/operator-framework/ansible-operator:(v\S+)", (REPO / "Dockerfile").read_text(), re.M)
     pinned = re.search(
         r"github\.com/operator-framework/ansible-operator-plugins (v\S+)",
         (REPO / "hack" / "tools" / "ansible-operator" / "go.mod").read_text(),

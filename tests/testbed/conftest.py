@@ -45,8 +45,10 @@ def kube():
     problem = None
     try:
         api = kube_config.new_client_from_config(config_file=KUBECONFIG)
-        ready = api.call_api("GET", api.configuration.host + "/readyz", _request_timeout=10)
-        body = ready.read().decode(errors="replace").strip()
+        # The REST client's request() reads the same in every kubernetes client release; call_api's
+        # signature changed between the image's 33.x and later ones.
+        ready = api.rest_client.request("GET", api.configuration.host + "/readyz", _request_timeout=10)
+        body = ready.data.decode(errors="replace").strip()
     except Exception as error:  # no server, refused, TLS, a broken kubeconfig: all mean "no cluster"
         problem = f"{type(error).__name__}: {error}"
     if problem is not None:

@@ -1,6 +1,7 @@
 """Render the llmmodel role's objects without a cluster: the role's own tasks and templates, run by a
 real ansible-playbook (tests/unit/render/render.yml), with what a reconcile would read from the
-cluster given by each case. One playbook run renders every case of a test module."""
+cluster given by each case. One playbook run renders every case of a test module; its JSON callback
+output carries the results."""
 
 from __future__ import annotations
 
@@ -51,16 +52,14 @@ def source_id(obj):
 
 def render(cases: dict, tmp_path) -> dict:
     """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
-    output = tmp_path / "rendered.json"
     extravars = tmp_path / "cases.json"
-    extravars.write_text(json.dumps({"render_cases": copy.deepcopy(cases), "render_output": str(output), "render_role": str(ROLE)}))
+    extravars.write_text(json.dumps({"render_cases": copy.deepcopy(cases), "render_role": str(ROLE)}))
     env = dict(
         os.environ,
         PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        ANSIBLE_ROLES_PATH=str(ROLE.parent),
         ANSIBLE_GATHERING="explicit",
-        ANSIBLE_INVENTORY_ENABLED="ini",
         ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
         ANSIBLE_PYTHON_INTERPRETER=str(VENV_BIN / "python"),
     )
     completed = subprocess.run(
@@ -68,9 +67,13 @@ def render(cases: dict, tmp_path) -> dict:
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-4000:]
-    rendered = json.loads(output.read_text())
-    for result in rendered.values():
-        result["objects"] = {item["kind"]: item for item in result["objects"]}
+    rendered = {}
+    for task in json.loads(completed.stdout)["plays"][0]["tasks"]:
+        if task["task"]["name"] == "Show the rendering":
+            result = task["hosts"]["localhost"]["msg"]
+            result["objects"] = {item["kind"]: item for item in result["objects"]}
+            rendered[result.pop("case")] = result
+    assert set(rendered) == set(cases), completed.stderr[-4000:]
     return rendered
 
 

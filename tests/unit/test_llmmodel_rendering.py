@@ -44,6 +44,10 @@ CASES = {
         model(runtime="vllm", autoscaling={"maxReplicas": 5, "metric": {"name": "vllm:num_requests_waiting", "averageValue": "5"}}),
         deployment={"metadata": {"name": "m"}, "spec": {"replicas": 4}},
     ),
+    "autoscaling above max": case(
+        model(runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 5}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 9}},
+    ),
     "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
     "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, pulled={"gguf": "x.gguf", "size": GIB}),
 }
@@ -239,6 +243,10 @@ def test_autoscaling_keeps_the_replicas_the_hpa_set(rendered):
         {"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_waiting"}, "target": {"type": "AverageValue", "averageValue": "5"}}}
     ]
     assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["minReplicas"] == 1
+
+
+def test_autoscaling_brings_the_kept_count_into_its_range(rendered):
+    assert rendered["autoscaling above max"]["objects"]["Deployment"]["spec"]["replicas"] == 5
 
 
 def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):

@@ -43,6 +43,18 @@ def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployme
     }
 
 
+def pulled_by_pod(obj, record):
+    """A case whose completed pull pod left ``record`` (a dict, or a raw line) as its termination message."""
+    line = record if isinstance(record, str) else json.dumps(record)
+    result = case(obj)
+    del result["pulled"]
+    result["pull_pods"] = [{
+        "metadata": {"name": "p-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": 0, "message": line + "\n"}}}]},
+    }]
+    return result
+
+
 def source_id(obj):
     source = obj["spec"]["source"]
     if "huggingFaceRepo" in source:

@@ -8,7 +8,7 @@ Every case runs through the role's real tasks and templates in one ansible-playb
 from __future__ import annotations
 
 import pytest
-from render_helpers import GIB, case, model, render, server_container
+from render_helpers import GIB, case, model, pulled_by_pod, render, server_container
 
 FILE_ANNOTATION = "inference.ai.example.com/weights-file"
 BYTES_ANNOTATION = "inference.ai.example.com/weights-bytes"
@@ -33,6 +33,10 @@ CASES = {
     ),
     "llamacpp from the url": case(url_model("https://models.example/dir/Tiny%2BChat.Q4.gguf?download=true", runtime="llamacpp")),
     "llamacpp modelFile wins": case(model(runtime="llamacpp", modelFile="mine.gguf"), pulled={"gguf": "found.gguf", "size": GIB // 10}),
+    "llamacpp from the pod": pulled_by_pod(model(runtime="llamacpp"), {"source": "hf://acme/tiny-chat@main", "commit": "c0ffee",
+                                                                        "size": 2 * GIB, "gguf": "q4/m-00001-of-00002.gguf"}),
+    "llamacpp escaping record": pulled_by_pod(model(runtime="llamacpp"), {"commit": "c0ffee", "size": GIB, "gguf": "../../etc/x.gguf"}),
+    "llamacpp shell record": pulled_by_pod(model(runtime="llamacpp"), {"commit": "c0ffee", "size": GIB, "gguf": "$(reboot).gguf"}),
     "llamacpp without a file": case(model(runtime="llamacpp"), pulled={"gguf": "", "size": GIB}),
     "llamacpp escaping annotation": case(model(runtime="llamacpp"), pvc_annotations={FILE_ANNOTATION: "../../etc/shadow.gguf"}),
     "llamacpp shell annotation": case(model(runtime="llamacpp"), pvc_annotations={FILE_ANNOTATION: "x.gguf; rm -rf /"}),
@@ -119,6 +123,13 @@ def test_llamacpp_loads_the_gguf_the_pull_found(rendered):
     assert result["state"]["status"]["server"]["modelFile"] == "tiny.Q4_K_M.gguf"
 
 
+def test_llamacpp_reads_the_pull_pods_record(rendered):
+    result = rendered["llamacpp from the pod"]
+    assert server_container(result)["args"][1] == "/model-weights/q4/m-00001-of-00002.gguf"
+    assert server_container(result)["startupProbe"]["failureThreshold"] == 42  # 300 s + 2 x 60 s
+    assert result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"][BYTES_ANNOTATION] == str(2 * GIB)
+
+
 def test_llamacpp_reads_the_volumes_record_and_the_users_port(rendered):
     result = rendered["llamacpp from the volume"]
     server = server_container(result)
@@ -137,7 +148,10 @@ def test_model_file_overrides_what_the_pull_found(rendered):
     assert server_container(rendered["llamacpp modelFile wins"])["args"][1] == "/model-weights/mine.gguf"
 
 
-@pytest.mark.parametrize("name", ["llamacpp without a file", "llamacpp escaping annotation", "llamacpp shell annotation"])
+@pytest.mark.parametrize(
+    "name",
+    ["llamacpp without a file", "llamacpp escaping annotation", "llamacpp shell annotation", "llamacpp escaping record", "llamacpp shell record"],
+)
 def test_llamacpp_without_a_usable_file_deploys_nothing_and_says_what_to_set(rendered, name):
     result = rendered[name]
     assert "Deployment" not in result["objects"]

@@ -1,14 +1,15 @@
 """Render the llmmodel role's objects without a cluster: the role's own tasks and templates, run by a
 real ansible-playbook (tests/unit/render/render.yml), with what a reconcile would read from the
-cluster given by each case. One playbook run renders every case of a test module; its JSON callback
-output carries the results."""
+cluster given by each case. One playbook run renders every case of a test module; ansible-runner's
+job events carry the results."""
 
 from __future__ import annotations
 
 import copy
 import json
 import os
-import subprocess
+
+import ansible_runner
 
 from unit_helpers import REPO, ROLE, VENV_BIN
 
@@ -64,28 +65,27 @@ def source_id(obj):
 
 def render(cases: dict, tmp_path) -> dict:
     """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
-    extravars = tmp_path / "cases.json"
-    extravars.write_text(json.dumps({"render_cases": copy.deepcopy(cases), "render_role": str(ROLE)}))
-    env = dict(
-        os.environ,
-        PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        ANSIBLE_GATHERING="explicit",
-        ANSIBLE_LOCALHOST_WARNING="false",
-        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-        ANSIBLE_PYTHON_INTERPRETER=str(VENV_BIN / "python"),
+    env = {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_GATHERING": "explicit",
+        "ANSIBLE_LOCALHOST_WARNING": "false",
+        "ANSIBLE_PYTHON_INTERPRETER": str(VENV_BIN / "python"),
+    }
+    # ansible-runner, as ansible-operator runs the role: the results come back as its job events.
+    runner = ansible_runner.run(
+        private_data_dir=str(tmp_path), playbook=str(RENDER_PLAYBOOK), inventory="localhost ansible_connection=local",
+        extravars={"render_cases": copy.deepcopy(cases), "render_role": str(ROLE)}, envvars=env, quiet=True, timeout=600,
     )
-    completed = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", str(RENDER_PLAYBOOK), "-e", "@" + str(extravars)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-4000:]
+    failures = [e["event_data"].get("res", {}).get("msg") for e in runner.events if e["event"] == "runner_on_failed"]
+    assert runner.rc == 0, failures or runner.stdout.read()[-4000:]
     rendered = {}
-    for task in json.loads(completed.stdout)["plays"][0]["tasks"]:
-        if task["task"]["name"] == "Show the rendering":
-            result = task["hosts"]["localhost"]["msg"]
+    for event in runner.events:
+        data = event.get("event_data", {})
+        if event["event"] == "runner_on_ok" and data.get("task") == "Show the rendering":
+            result = data["res"]["msg"]
             result["objects"] = {item["kind"]: item for item in result["objects"]}
             rendered[result.pop("case")] = result
-    assert set(rendered) == set(cases), completed.stderr[-4000:]
+    assert set(rendered) == set(cases)
     return rendered
 
 

@@ -17,6 +17,8 @@ MANAGER_PERMISSIONS = {
     ("", "services"): CRUD,
     ("apps", "deployments"): CRUD,
     ("batch", "jobs"): CRUD,
+    ("autoscaling", "horizontalpodautoscalers"): CRUD - {"update"},
+    ("policy", "poddisruptionbudgets"): CRUD - {"update"},
     ("", "pods"): {"get", "list"},
     ("", "secrets"): {"get"},
     ("", "events"): {"create", "patch"},

@@ -96,8 +96,12 @@ def test_only_the_watched_kind_has_subresources():
 
 
 def test_children_get_the_verbs_of_apply_watch_and_delete():
+    # llmmodel_apply creates and merge-patches, the proxy's cache lists and watches, the role deletes.
+    # `update` is granted where an older task needed it; children added since (the HPA, the PDB) go
+    # without it.
     grants = granted()
-    assert {child: grants[child] for child in rendered_children()} == {child: CRUD for child in rendered_children()}
+    needed = {"get", "list", "watch", "create", "patch", "delete"}
+    assert {child: needed <= grants[child] <= CRUD for child in rendered_children()} == {child: True for child in rendered_children()}
 
 
 def test_kinds_the_role_only_reads_are_read_only():

@@ -11,6 +11,7 @@ from .config import Config, config_from_env
 from .errors import DiskFullError, ExitCode, PullerError, UsageError, find_disk_full
 from .http_download import pull_url
 from .progress import Progress, human_bytes, log, redact, setup_logging
+from .record import success_record
 from .sources import redact_url
 from .store import Staging, exclusive, missing_or_wrong, read_manifest
 
@@ -157,10 +158,7 @@ def report_success(cfg: Config, env: Mapping[str, str]) -> None:
     manifest = read_manifest(cfg.dest)
     if path is None or not manifest:
         return
-    record = {"source": redact_url(cfg.url) if cfg.url else cfg.source}
-    for key in ("commit", "sha256"):
-        if manifest.get(key):
-            record[key] = manifest[key]
+    record = success_record(manifest, redact_url(cfg.url) if cfg.url else cfg.source)
     try:
         path.write_text(json.dumps(record, sort_keys=True)[:TERMINATION_MESSAGE_LIMIT] + "\n")
     except OSError as write_error:

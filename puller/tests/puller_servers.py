@@ -248,7 +248,7 @@ class StatusServer(RecordingServer):
             self.send_json(handler, 401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
             return
         if method != "PATCH" or url.path != self.object_path + "/status":
-            message = f'forbidden: cannot patch resource at {url.path}'
+            message = f"forbidden: cannot patch resource at {url.path}"
             self.send_json(handler, 403, {"kind": "Status", "code": 403, "message": message})
             return
         if handler.headers.get("Content-Type") != "application/merge-patch+json":

@@ -34,8 +34,13 @@ def token_file(tmp_path) -> Path:
 
 def test_snapshot_figures():
     assert snapshot(37 * MiB, 100 * MiB, 2 * MiB, 0) == {
-        "bytesDone": 37 * MiB, "bytesTotal": 100 * MiB, "percent": 37, "summary": "37%",
-        "bytesPerSecond": 2 * MiB, "etaSeconds": 32, "updatedAt": "1970-01-01T00:00:00Z",
+        "bytesDone": 37 * MiB,
+        "bytesTotal": 100 * MiB,
+        "percent": 37,
+        "summary": "37%",
+        "bytesPerSecond": 2 * MiB,
+        "etaSeconds": 32,
+        "updatedAt": "1970-01-01T00:00:00Z",
     }
     stalled = snapshot(5, 10, 0.0, 0)
     assert stalled["percent"] == 50 and "etaSeconds" not in stalled
@@ -101,11 +106,17 @@ def test_the_puller_reports_progress_while_it_downloads(puller, dest, token_file
     with FileServer() as files, StatusServer(OBJECT, SA_TOKEN) as api:
         url = files.add("/m.gguf", data)
         files.chunk_delay = 0.08  # 32 chunks of 64 KiB: about 2.5 s
-        run = puller({
-            "MODEL_URL": url, "MODEL_SHA256": sha256(data), "HF_TOKEN": HF_TOKEN,
-            "PULLER_STATUS_OBJECT": OBJECT, "PULLER_KUBE_API_URL": api.url, "PULLER_KUBE_TOKEN_FILE": str(token_file),
-            "PULLER_STATUS_SECONDS": "1",
-        })
+        run = puller(
+            {
+                "MODEL_URL": url,
+                "MODEL_SHA256": sha256(data),
+                "HF_TOKEN": HF_TOKEN,
+                "PULLER_STATUS_OBJECT": OBJECT,
+                "PULLER_KUBE_API_URL": api.url,
+                "PULLER_KUBE_TOKEN_FILE": str(token_file),
+                "PULLER_STATUS_SECONDS": "1",
+            }
+        )
         patches = list(api.patches)
         seen = api.seen("PATCH")
 
@@ -127,8 +138,14 @@ def test_the_pull_succeeds_when_reports_are_refused(puller, dest, tmp_path):
     wrong.write_text("not-the-token-" + SA_TOKEN)
     with FileServer() as files, StatusServer(OBJECT, SA_TOKEN) as api:
         url = files.add("/m.gguf", data)
-        run = puller({"MODEL_URL": url, "PULLER_STATUS_OBJECT": OBJECT, "PULLER_KUBE_API_URL": api.url,
-                      "PULLER_KUBE_TOKEN_FILE": str(wrong)})
+        run = puller(
+            {
+                "MODEL_URL": url,
+                "PULLER_STATUS_OBJECT": OBJECT,
+                "PULLER_KUBE_API_URL": api.url,
+                "PULLER_KUBE_TOKEN_FILE": str(wrong),
+            }
+        )
     assert run.returncode == 0, run.output
     assert run.output.count("progress not reported: HTTP 401") == 1
     assert "not-the-token-" not in run.output

@@ -51,14 +51,18 @@ def target_from_env(env: Mapping[str, str]) -> Target | None:
     if not path:
         return None
     if not path.startswith("/apis/") or "/namespaces/" not in path or ".." in path:
-        log.warning("PULLER_STATUS_OBJECT must be an API path like /apis/<group>/<version>/namespaces/<ns>/<plural>/<name>;"
-                    " progress goes to the log only")
+        log.warning(
+            "PULLER_STATUS_OBJECT must be an API path like /apis/<group>/<version>/namespaces/<ns>/<plural>/<name>;"
+            " progress goes to the log only"
+        )
         return None
     api_url = env.get("PULLER_KUBE_API_URL", "").strip()
     if not api_url:
         host, port = env.get("KUBERNETES_SERVICE_HOST", "").strip(), env.get("KUBERNETES_SERVICE_PORT", "").strip()
         if not host:
-            log.warning("no Kubernetes API server in the environment (KUBERNETES_SERVICE_HOST); progress goes to the log only")
+            log.warning(
+                "no Kubernetes API server in the environment (KUBERNETES_SERVICE_HOST); progress goes to the log only"
+            )
             return None
         api_url = f"https://[{host}]:{port or 443}" if ":" in host else f"https://{host}:{port or 443}"
     token_file = Path(env.get("PULLER_KUBE_TOKEN_FILE", "").strip() or SERVICE_ACCOUNT_DIR / "token")
@@ -188,8 +192,11 @@ class StatusReporter:
                 reason = str(answer.json().get("message", ""))[:300]
             except ValueError:
                 pass
-            self._warn(str(answer.status_code), f"progress not reported: HTTP {answer.status_code} for {self.target.object_path}/status"
-                       + (f": {reason}" if reason else ""))
+            self._warn(
+                str(answer.status_code),
+                f"progress not reported: HTTP {answer.status_code} for {self.target.object_path}/status"
+                + (f": {reason}" if reason else ""),
+            )
             return
         self.sent += 1
 
@@ -203,5 +210,7 @@ def start_reporter(env: Mapping[str, str] | None, progress: Progress) -> StatusR
     target = target_from_env(os.environ if env is None else env)
     if target is None:
         return None
-    log.info("reporting progress to %s/status every %gs or %g%%", target.object_path, target.interval, target.step_percent)
+    log.info(
+        "reporting progress to %s/status every %gs or %g%%", target.object_path, target.interval, target.step_percent
+    )
     return StatusReporter(target, progress).start()

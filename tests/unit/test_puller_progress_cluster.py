@@ -114,8 +114,11 @@ def credentials(kubeconfig, tmp_path):
     """A token of ServiceAccount `account`, the API server's URL and its CA file."""
     config = yaml.safe_load(open(kubeconfig))
     cluster = config["clusters"][0]["cluster"]
-    ca = tmp_path / "ca.crt"
-    ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    if "certificate-authority-data" in cluster:
+        ca = tmp_path / "ca.crt"
+        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    else:
+        ca = os.path.join(os.path.dirname(os.path.abspath(kubeconfig)), cluster["certificate-authority"])
 
     def get(namespace, account):
         token = kubectl(kubeconfig, "create", "token", account, "--namespace", namespace, "--duration=10m").strip()

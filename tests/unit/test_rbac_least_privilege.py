@@ -95,9 +95,23 @@ def test_only_the_watched_kind_has_subresources():
     assert subresources == {(WATCHED_GROUP, "llmmodels/status"), (WATCHED_GROUP, "llmmodels/finalizers")}
 
 
+def blacklisted() -> set[tuple[str, str]]:
+    """(group, resource) of the kinds watches.yaml keeps out of ansible-operator's cache."""
+    watch = yaml.safe_load((REPO / "watches.yaml").read_text())[0]
+    return {group_resource(f"{e['group']}/{e['version']}" if e["group"] else e["version"], e["kind"]) for e in watch.get("blacklist", [])}
+
+
+# Children the role only applies: blacklisted (no informer, so neither list nor watch) and removed by
+# the garbage collector with the model (so no delete): the pull pod's ServiceAccount, Role, RoleBinding.
+APPLY_ONLY = {"get", "create", "patch"}
+
+
 def test_children_get_the_verbs_of_apply_watch_and_delete():
     grants = granted()
-    assert {child: grants[child] for child in rendered_children()} == {child: CRUD for child in rendered_children()}
+    children = rendered_children()
+    wanted = {child: APPLY_ONLY if child in blacklisted() else CRUD for child in children}
+    assert {child: grants[child] for child in children} == wanted
+    assert {child for child in children if child not in blacklisted()} >= {("batch", "jobs"), ("apps", "deployments")}
 
 
 def test_kinds_the_role_only_reads_are_read_only():

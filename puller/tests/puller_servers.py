@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from email.message import Message
@@ -44,6 +45,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self):  # noqa: N802
         self.server.app.handle(self, "HEAD")
+
+    def do_PATCH(self):  # noqa: N802
+        self.server.app.handle(self, "PATCH")
 
     def log_message(self, *args):
         pass  # quiet tests
@@ -138,6 +142,7 @@ class RecordingServer:
         honour_range: bool = True,
         send_length: bool = True,
         fault: Fault | None = None,
+        chunk_delay: float = 0.0,
     ) -> None:
         """Serve data, honouring Range (and If-Range) unless told not to; apply a Fault if given."""
         start, status = 0, 200
@@ -173,6 +178,9 @@ class RecordingServer:
         limit = len(body) if fault is None or fault.drop_after is None else min(fault.drop_after, len(body))
         for offset in range(0, limit, CHUNK):
             handler.wfile.write(body[offset : min(offset + CHUNK, limit)])
+            if chunk_delay:
+                handler.wfile.flush()
+                time.sleep(chunk_delay)  # a slow link, so that a download lasts a few seconds
         handler.wfile.flush()
         if limit < len(body):
             handler.connection.shutdown(socket.SHUT_RDWR)  # the "network" breaks mid-body
@@ -187,6 +195,7 @@ class FileServer(RecordingServer):
         self.honour_range = True
         self.send_length = True
         self.require_token: str | None = None
+        self.chunk_delay = 0.0  # seconds between 64 KiB chunks
 
     def add(self, path: str, data: bytes) -> str:
         self.files[path] = data
@@ -214,7 +223,55 @@ class FileServer(RecordingServer):
             honour_range=self.honour_range,
             send_length=self.send_length,
             fault=fault,
+            chunk_delay=self.chunk_delay,
         )
+
+
+class StatusServer(RecordingServer):
+    """Stands in for the Kubernetes API server's status subresource: records merge patches.
+
+    PATCH <object>/status with the expected bearer token and content type answers 200 with the
+    patched object; another token 401, another path 403 (as RBAC with resourceNames would).
+    """
+
+    def __init__(self, object_path: str, token: str):
+        super().__init__()
+        self.object_path = object_path
+        self.token = token
+        self.patches: list[dict] = []
+        self.status: dict = {}
+
+    def respond(self, handler, method, url) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        if handler.headers.get("Authorization") != f"Bearer {self.token}":
+            self.send_json(handler, 401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
+            return
+        if method != "PATCH" or url.path != self.object_path + "/status":
+            message = f"forbidden: cannot patch resource at {url.path}"
+            self.send_json(handler, 403, {"kind": "Status", "code": 403, "message": message})
+            return
+        if handler.headers.get("Content-Type") != "application/merge-patch+json":
+            self.send_json(handler, 415, {"kind": "Status", "code": 415, "message": "unsupported media type"})
+            return
+        patch = json.loads(body)
+        with self._lock:
+            self.patches.append(patch)
+            self.status = merge(self.status, patch.get("status", {}))
+        self.send_json(handler, 200, {"kind": "LLMModel", "status": self.status})
+
+
+def merge(target, patch):
+    """RFC 7386 merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
 
 
 @dataclass

@@ -47,6 +47,9 @@ import time
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "hack"))
+import proctree  # noqa: E402  (hack/ is not a package)
+
 OUT = ROOT / "bench" / "out"
 BIN = ROOT / "bin"
 KUBECTL = BIN / "kubectl"
@@ -504,6 +507,12 @@ class ModelWatcher(threading.Thread):
 # Cluster and operator
 
 
+def leftovers() -> list[str]:
+    """ansible-runner / ansible-playbook processes already running: an operator's orphans, or
+    someone's playbook. Either would take CPU from the run and make every figure wrong."""
+    return [f"{pid} {line[:120]}" for pid, line in sorted(proctree.ansible_processes().items())]
+
+
 def others_running(check_port: bool = True) -> list[str]:
     """What would make this run unfair or break someone else's: tests, or an operator on :8888."""
     found = []
@@ -552,6 +561,13 @@ class Guard(threading.Thread):
                 log(f"stopping: {reason}")
                 _thread.interrupt_main()
                 return
+
+
+def refuse_leftovers() -> None:
+    found = leftovers()
+    if found:
+        sys.exit("bench: not starting, ansible processes run on this machine (an operator's leftovers, or another run):\n  "
+                 + "\n  ".join(found) + "\nbench: end them (their operator's `make operator-stop`) and start again")
 
 
 def wait_until_free(seconds: float, quiet: float = 60) -> None:
@@ -1044,6 +1060,7 @@ def main() -> int:
     if "rfc3339nano" not in opts.operator_args:
         opts.operator_args += " --zap-time-encoding=rfc3339nano"
     wait_until_free(opts.wait_free)
+    refuse_leftovers()
     bench = Bench(opts)
     bench.details["machine"] = machine()
     started_at = dt.datetime.now(dt.UTC)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 
 from llmbench import apply, changes, delete, steady
@@ -157,7 +158,8 @@ def main() -> int:
                 log(str(error))
     m = bench.details["machine"]
     caption = (f"llm-operator bench {started_at:%Y-%m-%d %H:%M} UTC{' [' + opts.label + ']' if opts.label else ''} - "
-               f"{m['nproc']} cores {m['cpu']}, {m['memory_gib']} GiB; {m['ansible_core']}; "
+               f"{m['nproc']} cores {m['cpu']}, {m['memory_gib']} GiB, load at start {m['load_average'][0]:.2f}, "
+               f"at end {os.getloadavg()[0]:.2f}; {m['ansible_core']}; "
                f"{' '.join(opts.env) + ' ' if opts.env else ''}ansible-operator run {opts.operator_args}\n"
                f"reference: {GO_PEER}")
     text = caption + "\n" + bench.table() + ("\n" + f"ABORTED: {failed}" if failed else "") + "\n"

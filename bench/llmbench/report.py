@@ -40,6 +40,7 @@ def machine() -> dict:
             return "?"
 
     return {
+        "load_average": os.getloadavg(),
         "nproc": os.cpu_count(), "memory_gib": round(mem / (1 << 20), 1), "cpu": cpu, "kernel": platform.release(),
         "python": platform.python_version(),
         "ansible_operator": version([str(BIN / "ansible-operator"), "version"]),

@@ -95,9 +95,9 @@ def test_an_object_being_deleted_is_left_to_its_deletion(objects, create, read, 
 
 
 def test_a_patch_is_sent_once_and_an_emptied_list_counts_as_applied(objects, create, read):
-    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "00000000-0000-0000-0000-000000000001"}
-    create("ConfigMap", "owned", metadata={"ownerReferences": [owner]}, data={"k": "v"})
-    # The GC would delete an object whose only owner does not exist; the test is done before it looks.
+    owner = create("ConfigMap", "owner")["metadata"]
+    owner_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["uid"]}
+    create("ConfigMap", "owned", metadata={"ownerReferences": [owner_ref]}, data={"k": "v"})
     patch = {"metadata": {"ownerReferences": []}, "data": {"k": "w"}}
 
     first = objects([{"api_version": "v1", "kind": "ConfigMap", "name": "owned", "state": "patched", "patch": patch}])

@@ -156,3 +156,24 @@ def test_real_runs_through_the_action_plugin_report_changed_then_not(run_probe_r
     assert [res["changed"] for _, res in task_results(first_events, "llmmodel_objects")] == [True]
     assert [res["changed"] for _, res in task_results(second_events, "llmmodel_objects")] == [False]
     assert read("ConfigMap", "gone-soon") is None
+
+
+def test_a_deleted_job_takes_its_pods_with_it(objects, dynamic, namespace):
+    """Background propagation reaches the API server: a Job deleted without it would orphan its pods."""
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pull", "namespace": namespace},
+        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": {"app": "pull"}}, "spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}]}}},
+    }
+    dynamic.resources.get(api_version="batch/v1", kind="Job").create(body=job, namespace=namespace)
+    pods = dynamic.resources.get(api_version="v1", kind="Pod")
+    deadline = time.monotonic() + 30
+    while not pods.get(namespace=namespace, label_selector="app=pull").items:
+        assert time.monotonic() < deadline, "the Job controller made no pod"
+        time.sleep(0.2)
+
+    result = objects([{"api_version": "batch/v1", "kind": "Job", "name": "pull"}],
+                     wait_gone={"api_version": "v1", "kind": "Pod", "label_selector": "app=pull", "timeout": 20})
+
+    assert actions(result) == [("Job", "pull", "deleted")]
+    assert result["remaining"] == []

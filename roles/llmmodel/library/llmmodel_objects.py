@@ -154,7 +154,6 @@ from ansible.module_utils.llmmodel_manifests import contains
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
 try:
-    from kubernetes.client import V1DeleteOptions
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
@@ -235,8 +234,9 @@ def change_one(dynamic, entry, propagation_policy, check_mode):
         return "deleted" if entry["state"] == "absent" else "patched"
     try:
         if entry["state"] == "absent":
+            # The API's own field names: a Job deleted without propagationPolicy orphans its pods.
             dynamic.delete(resource, name=entry["name"], namespace=namespace,
-                           body=V1DeleteOptions(propagation_policy=propagation_policy).to_dict())
+                           body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy})
             return "deleted"
         dynamic.patch(resource, body=entry["patch"], name=entry["name"], namespace=namespace, content_type=MERGE_PATCH)
         return "patched"

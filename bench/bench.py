@@ -137,7 +137,11 @@ def main() -> int:
         bench.setup()
         for phase in phases:
             log(f"phase {phase}")
-            PHASES[phase](bench)
+            try:
+                PHASES[phase](bench)
+            except Exception as error:  # noqa: BLE001 (one phase's trouble: say so, measure the rest)
+                log(f"phase {phase} failed: {type(error).__name__}: {error}")
+                bench.row(f"phase {phase}", f"failed: {type(error).__name__}: {str(error)[:80]}", "runs", False)
     except Exception as error:  # noqa: BLE001 (report what was measured, then clean up)
         failed = error
         log(f"aborted: {type(error).__name__}: {error}")

@@ -236,7 +236,7 @@ def change_one(dynamic, entry, propagation_policy, check_mode):
         if entry["state"] == "absent":
             # The API's own field names: a Job deleted without propagationPolicy orphans its pods.
             dynamic.delete(resource, name=entry["name"], namespace=namespace,
-                           body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy})
+                           body={"propagationPolicy": propagation_policy})
             return "deleted"
         dynamic.patch(resource, body=entry["patch"], name=entry["name"], namespace=namespace, content_type=MERGE_PATCH)
         return "patched"

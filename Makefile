@@ -94,13 +94,15 @@ install-crd: cluster-tools ## Apply the CRD to the current cluster.
 	$(KUBECTL) wait --for=condition=Established crd/llmmodels.inference.ai.example.com --timeout=60s
 
 run: venv tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
-	$(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
+	$(PYTHON) hack/operator_supervisor.py -- env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
+# Both run the operator under hack/operator_supervisor.py: stopped, crashed or SIGKILLed, it leaves
+# no ansible-runner or ansible-playbook behind.
 operator-start: venv tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
 	@$(PYTHON) hack/run_operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \
 		env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
-operator-stop: ## Stop the background operator.
+operator-stop: ## Stop the background operator and every process it started.
 	@$(PYTHON) hack/run_operator.py stop --pidfile $(OPERATOR_PIDFILE)
 
 ##@ Main job

@@ -2,7 +2,8 @@
 #
 # unit-test           the role's modules (tests/unit) and the ansible-runner event plugin
 #                     (runner-http-plugin/tests); real ansible-runner runs, no cluster
-# unit-cluster-test   llmmodel_status against the API server in $(KUBECONFIG); fails, never skips,
+# unit-cluster-test   llmmodel_status against the API server in $(KUBECONFIG), and the real operator
+#                     SIGKILLed mid-reconcile (tests/process); fails, never skips,
 #                     when it is not reachable
 
 VENV ?= .venv
@@ -10,7 +11,7 @@ PYTEST_FLAGS ?= -q
 
 .PHONY: unit-test unit-cluster-test
 unit-test: venv ## pytest of the role's modules and the runner event plugin (no cluster needed).
-	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not cluster" tests/unit runner-http-plugin/tests
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not cluster" tests/unit tests/process runner-http-plugin/tests
 
 unit-cluster-test: venv ## pytest of llmmodel_status against the cluster in KUBECONFIG.
-	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m cluster tests/unit
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m cluster tests/unit tests/process

@@ -70,8 +70,12 @@ def render(cases: dict, tmp_path) -> dict:
         "ANSIBLE_GATHERING": "explicit",
         "ANSIBLE_LOCALHOST_WARNING": "false",
         "ANSIBLE_PYTHON_INTERPRETER": str(VENV_BIN / "python"),
-        # The role's filters (llmmodel_diagnosis), which a role loads by itself but task files run alone do not.
+        # The role's plugins (filters, modules and their action plugins), which a role loads by itself but task
+        # files run alone do not.
         "ANSIBLE_FILTER_PLUGINS": str(ROLE / "filter_plugins"),
+        "ANSIBLE_LIBRARY": str(ROLE / "library"),
+        "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins"),
+        "ANSIBLE_MODULE_UTILS": str(ROLE / "module_utils"),
     }
     # ansible-runner, as ansible-operator runs the role: the results come back as its job events.
     runner = ansible_runner.run(

@@ -48,7 +48,8 @@ def kube():
         # The REST client's request() reads the same in every kubernetes client release; call_api's
         # signature changed between the image's 33.x and later ones.
         ready = api.rest_client.request("GET", api.configuration.host + "/readyz", _request_timeout=10)
-        body = ready.data.decode(errors="replace").strip()
+        body = ready.data.decode(errors="replace") if isinstance(ready.data, bytes) else str(ready.data)
+        body = body.strip()
     except Exception as error:  # no server, refused, TLS, a broken kubeconfig: all mean "no cluster"
         problem = f"{type(error).__name__}: {error}"
     if problem is not None:

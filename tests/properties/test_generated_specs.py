@@ -31,7 +31,7 @@ from kubernetes.client.rest import ApiException
 GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
 RUNNER_ROOT = pathlib.Path("/tmp/ansible-operator/runner") / GROUP / VERSION / "LLMModel"
 CANARY = pathlib.Path("/tmp") / f"llm-properties-canary-{uuid.uuid4().hex[:8]}"
-ADMISSION_EXAMPLES = int(os.environ.get("PROPERTY_ADMISSION_EXAMPLES", "150"))
+ADMISSION_EXAMPLES = int(os.environ.get("PROPERTY_ADMISSION_EXAMPLES", "300"))
 RECONCILE_EXAMPLES = int(os.environ.get("PROPERTY_RECONCILE_EXAMPLES", "12"))
 RECONCILE_TIMEOUT = 120
 
@@ -70,7 +70,7 @@ deep = st.recursive(
 nested_deep = st.integers(min_value=20, max_value=80).map(
     lambda depth: json.loads("[" * depth + "1" + "]" * depth)
 )
-wrong_type = st.one_of(st.integers(), st.booleans(), st.floats(allow_nan=False), st.lists(st.integers(), max_size=2),
+wrong_type = st.one_of(st.integers(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(), max_size=2),
                        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), deep, nested_deep)
 
 quantity = st.one_of(st.sampled_from(["1Gi", "500Mi", "2", "0.5", "100m", "1e3", "1Ti"]), st.integers(1, 64))

@@ -19,11 +19,12 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS_DIR)
 
 # How the operator runs locally: the same watches.yaml and roles/ the image ships, the venv's
 # ansible-runner on PATH, and the settings of config/manager/manager.yaml: no fact gathering, only
-# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0.
+# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0. No
+# ansible.cfg, as in the image: a caller's ANSIBLE_CONFIG (Molecule exports its own) is dropped.
 OPERATOR_ANSIBLE_VERBOSITY ?= 0
 OPERATOR_LOG ?= $(CURDIR)/.cluster/operator.log
 OPERATOR_PIDFILE ?= $(CURDIR)/.cluster/operator.pid
-OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
+OPERATOR_ENV = -u ANSIBLE_CONFIG PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
@@ -94,7 +95,7 @@ install-crd: cluster-tools ## Apply the CRD to the current cluster.
 	$(KUBECTL) wait --for=condition=Established crd/llmmodels.inference.ai.example.com --timeout=60s
 
 run: venv tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
-	$(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
+	env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
 operator-start: venv tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
 	@$(PYTHON) hack/run_operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \

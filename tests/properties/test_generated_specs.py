@@ -32,7 +32,7 @@ GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
 RUNNER_ROOT = pathlib.Path("/tmp/ansible-operator/runner") / GROUP / VERSION / "LLMModel"
 CANARY = pathlib.Path("/tmp") / f"llm-properties-canary-{uuid.uuid4().hex[:8]}"
 ADMISSION_EXAMPLES = int(os.environ.get("PROPERTY_ADMISSION_EXAMPLES", "300"))
-RECONCILE_EXAMPLES = int(os.environ.get("PROPERTY_RECONCILE_EXAMPLES", "12"))
+RECONCILE_EXAMPLES = int(os.environ.get("PROPERTY_RECONCILE_EXAMPLES", "8"))
 RECONCILE_TIMEOUT = 120
 
 # Payloads that do something if a shell or a Jinja template ever evaluates them: they create CANARY.
@@ -203,7 +203,8 @@ def test_admission_accepts_or_names_the_field(api_client, crd, namespace, genera
 
 
 def wait_reconciled(custom, namespace, name):
-    """The model once a reconcile of its current generation succeeded; fails on a reconcile failure."""
+    """The model once a reconcile of its current generation succeeded with the pull over (phase Serving or
+    Failed), so that the server's Deployment is rendered too; fails at once on a reconcile failure."""
     deadline = time.monotonic() + RECONCILE_TIMEOUT
     model = {}
     while time.monotonic() < deadline:
@@ -213,8 +214,8 @@ def wait_reconciled(custom, namespace, name):
         failure = conditions.get("Failure", {})
         assert failure.get("status") != "True", f"reconcile failed: {failure.get('message')}\nspec: {json.dumps(model['spec'])[:2000]}"
         successful = conditions.get("Successful", {})
-        if (status.get("observedGeneration") == model["metadata"]["generation"] and status.get("phase")
-                and successful.get("status") == "True"
+        if (status.get("observedGeneration") == model["metadata"]["generation"]
+                and status.get("phase") in ("Serving", "Failed") and successful.get("status") == "True"
                 and successful.get("observedGeneration", status["observedGeneration"]) == model["metadata"]["generation"]):
             return model
         time.sleep(1)

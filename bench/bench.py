@@ -504,11 +504,22 @@ class ModelWatcher(threading.Thread):
 # Cluster and operator
 
 
+def queued(pid: int) -> bool:
+    """A command that only waits for its turn on the machine (the `cluster-lock run NAME -- CMD` queue of
+    a shared machine carries CMD in its own command line) runs nothing yet."""
+    try:
+        argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(arg.endswith(b"/cluster-lock") for arg in argv[:2])
+
+
 def others_running(check_port: bool = True) -> list[str]:
     """What would make this run unfair or break someone else's: tests, or an operator on :8888."""
     found = []
     for pattern in ("molecule", "pytest", "make .*test"):
-        pids = [p for p in run(["pgrep", "-f", pattern], check=False).stdout.split() if int(p) != os.getpid()]
+        pids = [p for p in run(["pgrep", "-f", pattern], check=False).stdout.split()
+                if int(p) != os.getpid() and not queued(int(p))]
         if pids:
             found.append(f"{pattern} (pid {', '.join(pids)})")
     with socket.socket() as sock:

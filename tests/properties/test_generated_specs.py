@@ -228,7 +228,12 @@ def failed_task_events(namespace, name):
         event = json.loads(event_file.read_text())
         if event.get("event") == "runner_on_failed":
             data = event.get("event_data", {})
-            failed.append(f"{data.get('task')}: {str(data.get('res', {}).get('msg'))[:300]}")
+            message = str(data.get("res", {}).get("msg"))
+            # A run started with the previous run's deleted kubeconfig: the upstream race of
+            # docs/design.md, not the spec's doing (the run is retried at once).
+            if "Invalid kube-config file. No configuration found." in message:
+                continue
+            failed.append(f"{data.get('task')}: {message[:300]}")
     return failed
 
 

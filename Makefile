@@ -19,11 +19,12 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS_DIR)
 
 # How the operator runs locally: the same watches.yaml and roles/ the image ships, the venv's
 # ansible-runner on PATH, and the settings of config/manager/manager.yaml: no fact gathering, only
-# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0.
+# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0. No
+# ansible.cfg, as in the image: a caller's ANSIBLE_CONFIG (Molecule exports its own) is dropped.
 OPERATOR_ANSIBLE_VERBOSITY ?= 0
 OPERATOR_LOG ?= $(CURDIR)/.cluster/operator.log
 OPERATOR_PIDFILE ?= $(CURDIR)/.cluster/operator.pid
-OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
+OPERATOR_ENV = -u ANSIBLE_CONFIG PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"

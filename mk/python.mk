@@ -15,3 +15,12 @@ unit-test: venv ## pytest of the role's modules and the runner event plugin (no 
 
 unit-cluster-test: venv ## pytest of llmmodel_status against the cluster in KUBECONFIG.
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m cluster tests/unit tests/process
+
+##@ Generated specs (mk/python.mk)
+# property-test   hypothesis-generated LLMModels (tests/properties): admission names the field of a rejected
+#                 spec; an accepted one is reconciled by the real operator (started here, watching only the
+#                 test's namespace) without a task failure and without evaluating its strings. Seeded and
+#                 bounded; PROPERTY_ADMISSION_EXAMPLES / PROPERTY_RECONCILE_EXAMPLES size it.
+.PHONY: property-test
+property-test: venv tools cluster-up ## Generated LLMModel specs against admission and the real operator (hypothesis, seeded).
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) tests/properties

@@ -47,6 +47,11 @@ tools: ## Build the pinned Go tools into bin/ (only what is missing).
 cluster-tools:
 	@$(PYTHON) hack/build_tools.py cluster
 
+.PHONY: node-tools
+node-tools: ## Build the real node's parts into bin/ (kubelet, kube-proxy, containerd, runc, CNI plugins, crictl; only what is missing).
+	@$(PYTHON) hack/apt_install.py node-build node
+	@$(PYTHON) hack/build_tools.py node
+
 # The venv holds exactly the requirements: when they change it is made anew, so no package of an
 # older pin (say the ansible 12 bundle) lingers and shadows what the image has.
 VENV_STAMP := $(VENV)/.installed

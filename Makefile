@@ -82,9 +82,11 @@ collections: $(COLLECTIONS_STAMP) ## Install the collections of requirements.yml
 lint-venv: $(LINT_VENV_STAMP) ## Create .venv-lint (ansible-lint, yamllint) from requirements-lint.txt.
 
 ##@ Local cluster
+# REAL_NODE=1: also a real node (containerd, kube-proxy, kubelet; hack/node.py) beside the kwok nodes.
+REAL_NODE ?= 0
 .PHONY: cluster-up cluster-down cluster-status
-cluster-up: cluster-tools ## Start the local cluster (real control plane, kwok nodes); kubeconfig in .cluster/kubeconfig.
-	@$(PYTHON) hack/cluster.py up
+cluster-up: cluster-tools $(if $(filter 1,$(REAL_NODE)),node-tools) ## Start the local cluster (real control plane, kwok nodes; REAL_NODE=1 adds a real node); kubeconfig in .cluster/kubeconfig.
+	@LLM_REAL_NODE=$(REAL_NODE) $(PYTHON) hack/cluster.py up
 
 cluster-down: operator-stop ## Stop the local cluster; leaves no process or port behind.
 	@$(PYTHON) hack/cluster.py down

@@ -45,6 +45,16 @@ SERVICE_CIDR = "10.96.0.0/16"
 FAKE_POD_CIDR = "10.0.0.0/24"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 KUBELET_PORT = 10250
+TAINT_KEY = "llm-operator.io/real-node"
+# Pods of a namespace with these annotations all run on the real node (the API server's
+# PodNodeSelector and PodTolerationRestriction admission plugins add the selector and toleration).
+REAL_NAMESPACE_ANNOTATIONS = {
+    "scheduler.alpha.kubernetes.io/node-selector": f"{TAINT_KEY}=true",
+    "scheduler.alpha.kubernetes.io/defaultTolerations": f'[{{"key": "{TAINT_KEY}", "operator": "Exists", "effect": "NoSchedule"}}]',
+}
+# This checkout's models (`make model`), served over HTTP to the node's pods on the bridge address.
+MODELS_DIR = pathlib.Path(os.environ.get("LLM_NODE_MODELS", str(ROOT / ".cache" / "models")))
+MODELS_PORT = 8090
 
 RUN = pathlib.Path("/run/llm-operator")
 LIB = pathlib.Path("/var/lib/llm-operator")
@@ -62,7 +72,7 @@ BINARIES = ["kubelet", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-
 # The kubelet's pod cgroups, and containerd's default parent for sandboxes made without one.
 CGROUPS = ["kubepods", "k8s.io"]
 # Started in this order, stopped in the reverse one.
-COMPONENTS = ["containerd", "kube-proxy", "volumes", "kubelet"]
+COMPONENTS = ["containerd", "kube-proxy", "volumes", "models", "kubelet"]
 
 
 def say(message: str) -> None:
@@ -166,6 +176,16 @@ def import_images(directory: pathlib.Path) -> None:
         say(f"imported {archive.name} in {time.monotonic() - started:.1f}s")
 
 
+def real_namespace(name: str) -> dict:
+    """A Namespace whose pods all run on the real node (and tolerate its taint)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "annotations": dict(REAL_NAMESPACE_ANNOTATIONS)}}
+
+
+def model_url(file_name: str) -> str:
+    """Where the node's pods download a file of MODELS_DIR (`make model`) from."""
+    return f"http://{NODE_IP}:{MODELS_PORT}/{file_name}"
+
+
 def prepare(api_port: int) -> None:
     """The host side, before the API server starts (it advertises the bridge address): directories,
     the record of the host settings, the bridge, the traffic rules, forwarding. Idempotent."""
@@ -176,7 +196,7 @@ def prepare(api_port: int) -> None:
     if not created.exists():
         created.write_text("".join(f"{d}\n" for d in POD_LOG_DIRS if not d.exists()))
     node_host.create_bridge(BRIDGE, f"{NODE_IP}/24")
-    node_host.add_rules(BRIDGE, POD_CIDR, FAKE_POD_CIDR, SERVICE_CIDR, [api_port, KUBELET_PORT])
+    node_host.add_rules(BRIDGE, POD_CIDR, FAKE_POD_CIDR, SERVICE_CIDR, [api_port, KUBELET_PORT, MODELS_PORT])
     # Pods reach each other and the API server through Service VIPs: the host routes between them.
     node_host.set_sysctl("net/ipv4/ip_forward", "1")
 
@@ -214,6 +234,8 @@ def up() -> None:
     wait_for("kube-proxy healthz", lambda: healthz("http://127.0.0.1:10256/healthz"), 60, "kube-proxy")
 
     start("volumes", [sys.executable, str(ROOT / "hack" / "node_volumes.py"), str(BIN / "kubectl"), str(KUBECONFIG), str(VOLUMES)])
+    MODELS_DIR.mkdir(parents=True, exist_ok=True)
+    start("models", [sys.executable, "-m", "http.server", "--bind", NODE_IP, "--directory", str(MODELS_DIR), str(MODELS_PORT)])
     start("kubelet", [
         str(BIN / "kubelet"), "--config", str(render("kubelet.yaml", STATE / "kubelet.yaml", vals)),
         "--kubeconfig", str(KUBECONFIG), "--root-dir", str(KUBELET_ROOT), "--cert-dir", str(KUBELET_ROOT / "pki"),
@@ -271,6 +293,7 @@ def down(purge_images: bool = False, quiet: bool = False) -> None:
         return
     stop("kubelet")
     stop("volumes")
+    stop("models")
     remove_pods()
     stop("kube-proxy")
     if (STATE / "kube-proxy.yaml").exists():

@@ -17,7 +17,7 @@ from host_state import sysctls
 from node_helpers import REPO, node, node_host
 
 pytestmark = pytest.mark.after_down
-PORTS = {10248, 10249, 10250, 10256, int(os.environ.get("LLM_CLUSTER_PORT", "36443"))}
+PORTS = {10248, 10249, 10250, 10256, node.MODELS_PORT, int(os.environ.get("LLM_CLUSTER_PORT", "36443"))}
 NODE_BINARIES = ["kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "runc"]
 
 

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import node_host  # noqa: E402
@@ -112,7 +113,13 @@ def pid_file(component: str) -> pathlib.Path:
     return STATE / f"{component}.pid"
 
 
+# The processes this run started (a child that died is a zombie until we reap it: poll() tells).
+STARTED: dict[str, subprocess.Popen] = {}
+
+
 def running_pid(component: str) -> int | None:
+    if component in STARTED and STARTED[component].poll() is not None:
+        return None
     try:
         pid = int(pid_file(component).read_text())
         os.kill(pid, 0)
@@ -127,6 +134,7 @@ def start(component: str, args: list[str]) -> None:
     process = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
                                start_new_session=True, cwd=str(STATE))
     pid_file(component).write_text(f"{process.pid}\n")
+    STARTED[component] = process
 
 
 def wait_for(what: str, check, timeout: float, component: str) -> None:
@@ -143,7 +151,11 @@ def wait_for(what: str, check, timeout: float, component: str) -> None:
 
 
 def healthz(url: str) -> bool:
-    return subprocess.run(["curl", "-fsS", "-m", "2", url], capture_output=True, check=False).returncode == 0
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 def node_ready() -> bool:

@@ -20,6 +20,7 @@ logs in .cluster/node/. containerd's image store (/var/lib/llm-operator/containe
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -62,6 +63,7 @@ LIB = pathlib.Path("/var/lib/llm-operator")
 CONTAINERD_STATE = RUN / "containerd"
 CONTAINERD_SOCKET = CONTAINERD_STATE / "containerd.sock"
 CONTAINERD_ROOT = LIB / "containerd"
+IMPORTED = LIB / "imported-images.json"
 KUBELET_ROOT = LIB / "kubelet"
 VOLUMES = LIB / "volumes"
 CNI_DATA = LIB / "cni"
@@ -177,14 +179,22 @@ def pause_image_present() -> bool:
 
 def import_images(directory: pathlib.Path) -> None:
     """Import the image archives of `directory` (docker or OCI archives, e.g. `make images`) into the
-    node's containerd, namespace k8s.io where the kubelet looks. Pods never pull them."""
+    node's containerd, namespace k8s.io where the kubelet looks. Pods never pull them. The image store
+    outlives `down`, so an archive already imported (same path, size and time) is not read again."""
     archives = sorted(directory.glob("*.tar")) if directory.is_dir() else []
+    record = json.loads(IMPORTED.read_text()) if IMPORTED.exists() else {}
     for archive in archives:
+        stat = archive.stat()
+        key = f"{stat.st_size}:{stat.st_mtime_ns}"
+        if record.get(str(archive)) == key:
+            continue
         started = time.monotonic()
         result = subprocess.run([str(BIN / "ctr"), "--address", str(CONTAINERD_SOCKET), "-n", "k8s.io", "images", "import",
                                  str(archive)], capture_output=True, text=True, check=False)
         if result.returncode != 0:
             fail(f"importing {archive} failed: {result.stderr.strip()}")
+        record[str(archive)] = key
+        IMPORTED.write_text(json.dumps(record, indent=1) + "\n")
         say(f"imported {archive.name} in {time.monotonic() - started:.1f}s")
 
 
@@ -326,6 +336,8 @@ def down(purge_images: bool = False, quiet: bool = False) -> None:
         shutil.rmtree(directory, ignore_errors=True)
     for directory in (RUN, KUBELET_ROOT, VOLUMES, CNI_DATA, *([CONTAINERD_ROOT] if purge_images else [])):
         shutil.rmtree(directory, ignore_errors=True)
+    if purge_images:
+        IMPORTED.unlink(missing_ok=True)
     if left_mounts or left_cgroups:
         fail(f"down left mounts {left_mounts} and cgroups {left_cgroups}")
     say("down" + (f" (restored {', '.join(restored)})" if restored else ""))

@@ -111,8 +111,12 @@ operator-stop: ## Stop the background operator.
 	@$(PYTHON) hack/run_operator.py stop --pidfile $(OPERATOR_PIDFILE)
 
 ##@ Main job
+# The demo adds the real node where this machine can run one (root): SmolLM2 then answers for real.
+# DEMO_REAL_NODE=0 leaves it out (kwok nodes only).
+DEMO_REAL_NODE ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 .PHONY: demo
-demo: venv tools cluster-up operator-start ## Local cluster + operator + the sample models, until they are Serving.
+demo: REAL_NODE = $(DEMO_REAL_NODE)
+demo: venv tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, SmolLM2 answers a chat request.
 	@$(PYTHON) hack/demo.py
 
 ##@ Tests

@@ -330,6 +330,7 @@ def down(purge_images: bool = False, quiet: bool = False) -> None:
     left_cgroups = [d for cgroup in CGROUPS for d in node_host.remove_cgroups(cgroup)]
     node_host.delete_bridge(BRIDGE)
     node_host.remove_rules()
+    node_host.remove_kube_chains()
     restored = node_host.restore_sysctls(SYSCTL_RECORD)
     created_log_dirs = (STATE / "pod-log-dirs").read_text().split() if (STATE / "pod-log-dirs").exists() else []
     for directory in created_log_dirs:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shlex
 import subprocess
 
 # Host settings the node's parts change: the node turns on forwarding, the kubelet rewrites the
@@ -131,6 +132,29 @@ def remove_rules() -> None:
             pass
         _ipt("-F", chain, check=False)
         _ipt("-X", chain, check=False)
+
+
+def remove_kube_chains() -> list[str]:
+    """Remove every KUBE-* chain, and the rules jumping to them, from the IPv4 and IPv6 filter, nat and
+    mangle tables: the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), which
+    nothing else removes, and whatever `kube-proxy --cleanup` left. The node's kubelet and kube-proxy
+    are the only ones on this machine. Returns what was removed."""
+    removed = []
+    for command in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            listing = run(command, "-w", "5", "-t", table, "-S", check=False).stdout.splitlines()
+            for line in listing:
+                words = shlex.split(line)
+                if words[:1] == ["-A"] and not words[1].startswith("KUBE-") and "-j" in words \
+                        and words[words.index("-j") + 1].startswith("KUBE-"):
+                    run(command, "-w", "5", "-t", table, "-D", *words[1:], check=False)
+            chains = [line.split()[1] for line in listing if line.startswith("-N KUBE-")]
+            for chain in chains:
+                run(command, "-w", "5", "-t", table, "-F", chain, check=False)
+            for chain in chains:
+                if run(command, "-w", "5", "-t", table, "-X", chain, check=False).returncode == 0:
+                    removed.append(f"{command}/{table}/{chain}")
+    return removed
 
 
 def rules_present() -> bool:

@@ -50,9 +50,10 @@ def test_no_network_mount_or_cgroup_is_left():
     assert not node_host.link_exists(node.BRIDGE), f"bridge {node.BRIDGE} is still there"
     mangle = subprocess.run(["iptables", "-w", "5", "-t", "mangle", "-S"], capture_output=True, text=True, check=True).stdout
     assert "LLMOP" not in mangle, mangle
-    for table in ("filter", "nat", "mangle"):
-        rules = subprocess.run(["iptables", "-w", "5", "-t", table, "-S"], capture_output=True, text=True, check=True).stdout
-        assert "KUBE-" not in rules, f"kube-proxy's chains are left in {table}:\n{rules}"
+    for command in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            rules = subprocess.run([command, "-w", "5", "-t", table, "-S"], capture_output=True, text=True, check=True).stdout
+            assert "KUBE-" not in rules, f"the kubelet's or kube-proxy's chains are left in {command} {table}:\n{rules}"
     assert not node_host.mounts_under(node.RUN, node.KUBELET_ROOT, node.CONTAINERD_ROOT, node.VOLUMES)
     for cgroup in node.CGROUPS:
         assert not node_host.cgroup_dirs(cgroup), f"cgroups {cgroup} are left"

@@ -252,9 +252,6 @@ def up() -> None:
     if not pause_image_present():
         say(f"warning: {PAUSE_IMAGE} is not imported: no pod can start until it is (make images-import)")
 
-    start("kube-proxy", [str(BIN / "kube-proxy"), "--config", str(render("kube-proxy.yaml", STATE / "kube-proxy.yaml", vals)), "--v=1"])
-    wait_for("kube-proxy healthz", lambda: healthz("http://127.0.0.1:10256/healthz"), 60, "kube-proxy")
-
     start("volumes", [sys.executable, str(ROOT / "hack" / "node_volumes.py"), str(BIN / "kubectl"), str(KUBECONFIG), str(VOLUMES)])
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
     start("models", [sys.executable, "-m", "http.server", "--bind", NODE_IP, "--directory", str(MODELS_DIR), str(MODELS_PORT)])
@@ -265,6 +262,10 @@ def up() -> None:
         "--node-labels", "type=real,llm-operator.io/real-node=true", "--v=1",
     ])
     wait_for(f"{NODE_NAME} Ready", node_ready, 120, "kubelet")
+    # kube-proxy after the Node exists: it reads the node's address from it, and its health check
+    # fails while there is no Node of its name.
+    start("kube-proxy", [str(BIN / "kube-proxy"), "--config", str(render("kube-proxy.yaml", STATE / "kube-proxy.yaml", vals)), "--v=1"])
+    wait_for("kube-proxy healthz", lambda: healthz("http://127.0.0.1:10256/healthz"), 60, "kube-proxy")
     version = kubectl("get", "node", NODE_NAME, "-o", "jsonpath={.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}").stdout
     say(f"{NODE_NAME} Ready in {time.monotonic() - started:.1f}s ({version}); pods {POD_CIDR} on {BRIDGE}, Services {SERVICE_CIDR}")
 

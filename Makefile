@@ -48,6 +48,11 @@ tools: ## Build the pinned Go tools into bin/ (only what is missing).
 cluster-tools:
 	@$(PYTHON) hack/build_tools.py cluster
 
+.PHONY: node-tools
+node-tools: ## Build the real node's parts into bin/ (kubelet, kube-proxy, containerd, runc, CNI plugins, crictl; only what is missing).
+	@$(PYTHON) hack/apt_install.py node-build node
+	@$(PYTHON) hack/build_tools.py node
+
 # The venv holds exactly the requirements: when they change it is made anew, so no package of an
 # older pin (say the ansible 12 bundle) lingers and shadows what the image has.
 VENV_STAMP := $(VENV)/.installed
@@ -78,9 +83,11 @@ collections: $(COLLECTIONS_STAMP) ## Install the collections of requirements.yml
 lint-venv: $(LINT_VENV_STAMP) ## Create .venv-lint (ansible-lint, yamllint) from requirements-lint.txt.
 
 ##@ Local cluster
+# REAL_NODE=1: also a real node (containerd, kube-proxy, kubelet; hack/node.py) beside the kwok nodes.
+REAL_NODE ?= 0
 .PHONY: cluster-up cluster-down cluster-status
-cluster-up: cluster-tools ## Start the local cluster (real control plane, kwok nodes); kubeconfig in .cluster/kubeconfig.
-	@$(PYTHON) hack/cluster.py up
+cluster-up: cluster-tools $(if $(filter 1,$(REAL_NODE)),node-tools) ## Start the local cluster (real control plane, kwok nodes; REAL_NODE=1 adds a real node); kubeconfig in .cluster/kubeconfig.
+	@LLM_REAL_NODE=$(REAL_NODE) $(PYTHON) hack/cluster.py up
 
 cluster-down: operator-stop ## Stop the local cluster; leaves no process or port behind.
 	@$(PYTHON) hack/cluster.py down
@@ -107,8 +114,12 @@ operator-stop: ## Stop the background operator and every process it started.
 	@$(PYTHON) hack/run_operator.py stop --pidfile $(OPERATOR_PIDFILE)
 
 ##@ Main job
+# The demo adds the real node where this machine can run one (root): SmolLM2 then answers for real.
+# DEMO_REAL_NODE=0 leaves it out (kwok nodes only).
+DEMO_REAL_NODE ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 .PHONY: demo
-demo: venv tools cluster-up operator-start ## Local cluster + operator + the sample models, until they are Serving.
+demo: REAL_NODE = $(DEMO_REAL_NODE)
+demo: venv tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, SmolLM2 answers a chat request.
 	@$(PYTHON) hack/demo.py
 
 ##@ Tests

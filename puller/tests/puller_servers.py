@@ -1,4 +1,4 @@
-"""Real HTTP servers on 127.0.0.1 for the tests and the benchmark.
+"""Real HTTP servers on 127.0.0.1 (or another local address) for the tests and the benchmark.
 
 FileServer serves byte strings with Range/If-Range support, records every request, and injects
 failures on demand (an HTTP status, or a connection dropped after N bytes of the body).
@@ -59,13 +59,16 @@ class _Server(ThreadingHTTPServer):
 
 
 class RecordingServer:
-    """A threaded HTTP server on 127.0.0.1 that records what it was asked. Use as a context manager."""
+    """A threaded HTTP server on 127.0.0.1 that records what it was asked. Use as a context manager.
 
-    def __init__(self):
+    ``host``: another local address to listen on (the e2e suite uses the real node's bridge address,
+    where its pods reach this machine)."""
+
+    def __init__(self, host: str = "127.0.0.1"):
         self.requests: list[Seen] = []
         self.faults: dict[str, list[Fault]] = defaultdict(list)
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server((host, 0), _Handler)
         self._httpd.app = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -189,8 +192,8 @@ class RecordingServer:
 class FileServer(RecordingServer):
     """Static files from memory, with failure injection per path (consumed one per GET)."""
 
-    def __init__(self, files: dict[str, bytes] | None = None):
-        super().__init__()
+    def __init__(self, files: dict[str, bytes] | None = None, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.files: dict[str, bytes] = dict(files or {})
         self.honour_range = True
         self.send_length = True
@@ -288,8 +291,8 @@ class FakeHub(RecordingServer):
     Faults are keyed by the file's path in the repo and apply to GET /resolve/ only.
     """
 
-    def __init__(self, repos: dict[str, HubRepo] | None = None, token: str | None = None):
-        super().__init__()
+    def __init__(self, repos: dict[str, HubRepo] | None = None, token: str | None = None, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.repos: dict[str, HubRepo] = dict(repos or {})
         self.token = token
 

@@ -303,7 +303,7 @@ def kill_all(pids, why: str) -> None:
 def remove_pods() -> None:
     """Stop and remove every pod sandbox through the CRI, while containerd still runs: that tears
     down their network (CNI DEL: veths, IP leases) and unmounts their root filesystems."""
-    if running_pid("containerd") is None:
+    if running_pid("containerd") is None or not (BIN / "crictl").exists():
         return
     crictl = [str(BIN / "crictl"), "--runtime-endpoint", f"unix://{CONTAINERD_SOCKET}", "--timeout", "30s"]
     subprocess.run([*crictl, "rmp", "--all", "--force"], capture_output=True, check=False, timeout=120)

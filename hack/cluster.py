@@ -189,8 +189,10 @@ def alive(pid: int) -> bool:
 
 
 def down(quiet: bool = False) -> None:
-    # The real node first, while the API server still answers its kubelet.
-    node.down(quiet=True)
+    # The real node first, while the API server still answers its kubelet. Only a checkout with the
+    # node tools (make node-tools) can have started it; one without them leaves the machine's node alone.
+    if (BIN / "kubelet").exists():
+        node.down(quiet=True)
     if not CLUSTER_DIR.exists():
         if not quiet:
             print("cluster: not running")

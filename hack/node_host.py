@@ -76,6 +76,25 @@ def set_sysctl(key: str, value: str) -> None:
     (pathlib.Path("/proc/sys") / key).write_text(value + "\n")
 
 
+# --- /etc/hosts --------------------------------------------------------------------------------------
+
+HOSTS = pathlib.Path("/etc/hosts")
+HOSTS_MARK = "# llm-operator real node"
+
+
+def add_host(name: str, address: str) -> None:
+    """The API server reaches a kubelet by the node's Hostname address first (logs, exec): let this
+    machine resolve the node's name to its bridge address, without asking any DNS server."""
+    remove_host()
+    with HOSTS.open("a") as hosts:
+        hosts.write(f"{address} {name} {HOSTS_MARK}\n")
+
+
+def remove_host() -> None:
+    if HOSTS.exists() and HOSTS_MARK in HOSTS.read_text():
+        HOSTS.write_text("".join(line for line in HOSTS.read_text().splitlines(keepends=True) if HOSTS_MARK not in line))
+
+
 # --- bridge ----------------------------------------------------------------------------------------
 
 def link_exists(name: str) -> bool:

@@ -218,6 +218,7 @@ def prepare(api_port: int) -> None:
     if not created.exists():
         created.write_text("".join(f"{d}\n" for d in POD_LOG_DIRS if not d.exists()))
     node_host.create_bridge(BRIDGE, f"{NODE_IP}/24")
+    node_host.add_host(NODE_NAME, NODE_IP)
     node_host.add_rules(BRIDGE, POD_CIDR, FAKE_POD_CIDR, SERVICE_CIDR, [api_port, KUBELET_PORT, MODELS_PORT])
     # Pods reach each other and the API server through Service VIPs: the host routes between them.
     node_host.set_sysctl("net/ipv4/ip_forward", "1")
@@ -332,6 +333,7 @@ def down(purge_images: bool = False, quiet: bool = False) -> None:
     node_host.delete_bridge(BRIDGE)
     node_host.remove_rules()
     node_host.remove_kube_chains()
+    node_host.remove_host()
     restored = node_host.restore_sysctls(SYSCTL_RECORD)
     created_log_dirs = (STATE / "pod-log-dirs").read_text().split() if (STATE / "pod-log-dirs").exists() else []
     for directory in created_log_dirs:

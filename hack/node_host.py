@@ -8,7 +8,7 @@ The traffic rule (nothing leaves this machine but to the package registries; kwo
 exist nowhere) is enforced in the mangle table, which kube-proxy never touches, so the order of the
 rules cannot change under it:
   LLMOP-OUT (from POSTROUTING, sees forwarded and local packets after kube-proxy's DNAT):
-    drop packets from the pod subnet that would leave through any interface but the bridge;
+    let loopback traffic pass (the host to its own bridge address); drop packets from the pod subnet that would leave through any interface but the bridge;
     drop packets to kwok's fake pod range and to the Service range (a VIP that was not translated).
   LLMOP-IN (from INPUT): the API server and kubelet ports answer only on loopback and the bridge.
 """
@@ -76,6 +76,25 @@ def set_sysctl(key: str, value: str) -> None:
     (pathlib.Path("/proc/sys") / key).write_text(value + "\n")
 
 
+# --- /etc/hosts --------------------------------------------------------------------------------------
+
+HOSTS = pathlib.Path("/etc/hosts")
+HOSTS_MARK = "# llm-operator real node"
+
+
+def add_host(name: str, address: str) -> None:
+    """The API server reaches a kubelet by the node's Hostname address first (logs, exec): let this
+    machine resolve the node's name to its bridge address, without asking any DNS server."""
+    remove_host()
+    with HOSTS.open("a") as hosts:
+        hosts.write(f"{address} {name} {HOSTS_MARK}\n")
+
+
+def remove_host() -> None:
+    if HOSTS.exists() and HOSTS_MARK in HOSTS.read_text():
+        HOSTS.write_text("".join(line for line in HOSTS.read_text().splitlines(keepends=True) if HOSTS_MARK not in line))
+
+
 # --- bridge ----------------------------------------------------------------------------------------
 
 def link_exists(name: str) -> bool:
@@ -111,6 +130,9 @@ def _ipt(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def add_rules(bridge: str, pod_cidr: str, fake_pod_cidr: str, service_cidr: str, ports: list[int]) -> None:
     remove_rules()
     _ipt("-N", CHAIN_OUT)
+    # This machine talking to itself (the API server to the kubelet at the bridge address) leaves
+    # through lo with a source in the pod subnet: it never leaves the machine.
+    _ipt("-A", CHAIN_OUT, "-o", "lo", "-j", "RETURN")
     _ipt("-A", CHAIN_OUT, "-s", pod_cidr, "!", "-o", bridge, "-m", "comment", "--comment",
          "llm-operator: pod traffic never leaves the machine", "-j", "DROP")
     _ipt("-A", CHAIN_OUT, "-d", fake_pod_cidr, "-m", "comment", "--comment",

@@ -109,7 +109,8 @@ def test_url_model_serves_keeps_its_bytes_and_serves_again_without_a_pull(api, n
     source = {"url": model_server.url + path, "sha256": model_sha256}
     models.create(llmmodel(name, source, MODEL_FILE.name, purge=False))
     status = models.wait_serving(name)
-    assert status["weights"]["ready"] is True and status["weights"]["source"] == source["url"], status
+    # The canonical source names the checksum too (a different sha256 is a different source).
+    assert status["weights"]["ready"] is True and status["weights"]["source"] == f"{source['url']}#sha256={model_sha256}", status
     assert status["weights"]["revision"] == model_sha256, status
     assert model_server.seen("GET", path), "the pull Job never asked the local server for the file"
     print(f"\n{name} answered: {answer_of(models, name)!r}")

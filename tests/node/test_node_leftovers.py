@@ -57,6 +57,7 @@ def test_no_network_mount_or_cgroup_is_left():
     assert not node_host.mounts_under(node.RUN, node.KUBELET_ROOT, node.CONTAINERD_ROOT, node.VOLUMES)
     for cgroup in node.CGROUPS:
         assert not node_host.cgroup_dirs(cgroup), f"cgroups {cgroup} are left"
+    assert node_host.HOSTS_MARK not in node_host.HOSTS.read_text(), "the node's /etc/hosts line is left"
     assert not node.RUN.exists() and not node.KUBELET_ROOT.exists() and not node.VOLUMES.exists()
 
 

@@ -28,7 +28,9 @@ def test_real_node_is_ready_with_a_real_kubelet_beside_the_kwok_nodes(kube, name
     assert "kwok.x-k8s.io/node" not in (real.metadata.annotations or {}), "the real node must not look like a kwok node"
     taints = {(t.key, t.effect) for t in real.spec.taints or []}
     assert ("llm-operator.io/real-node", "NoSchedule") in taints, taints
-    lease = kube.coordination.read_namespaced_lease(node.NODE_NAME, "kube-node-lease")
+    # The kubelet's own heartbeat: a Lease it creates soon after it registers, and renews.
+    lease = wait_until(f"the Lease of {node.NODE_NAME}", lambda: next(
+        (l for l in kube.coordination.list_namespaced_lease("kube-node-lease").items if l.metadata.name == node.NODE_NAME), None), 40)
     assert lease.spec.holder_identity == node.NODE_NAME, lease.spec
     for name in sorted(KWOK_NODES):
         fake = nodes[name]

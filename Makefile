@@ -27,7 +27,9 @@ OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit AN
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
-OPERATOR_ARGS ?= --watches-file watches.yaml --health-probe-bind-address 127.0.0.1:6789 \
+# WATCHES: another watches file, e.g. one that sets role variables (tests/reliability does).
+WATCHES ?= watches.yaml
+OPERATOR_ARGS ?= --watches-file $(WATCHES) --health-probe-bind-address 127.0.0.1:6789 \
 	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 2 \
 	--zap-log-level info
 
@@ -115,7 +117,7 @@ test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, c
 	$(MAKE) --no-print-directory cluster-down || true; \
 	echo "make test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc
 
-test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test install-test molecule-test
+test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test install-test molecule-test reliability-test
 
 lint: lint-venv collections ## ansible-lint (production profile) and yamllint.
 	$(LINT_VENV)/bin/yamllint -s .

@@ -209,7 +209,7 @@ class Operator:
     def pid(self) -> int:
         """The ansible-operator process (under hack/operator_supervisor.py when that runs it)."""
         top = int(PIDFILE.read_text().strip())
-        if "ansible-operator" in cmdline(top).split(" ")[0] or "operator_supervisor" not in cmdline(top):
+        if "operator_supervisor" not in cmdline(top):
             return top
         children = [p for p, parent in process_parents().items() if parent == top and "ansible-operator" in cmdline(p)]
         assert len(children) == 1, f"the supervisor {top} runs {children}, not one ansible-operator"
@@ -230,7 +230,9 @@ class Operator:
         # ansible-runner starts ansible-playbook in a session of its own, out of the group's reach;
         # the operator's supervisor (or, without one, this) ends those runs too.
         tree = [operator, *descendants(operator)]
-        os.killpg(os.getpgid(operator), signal.SIGKILL)
+        group = os.getpgid(operator)
+        assert group != os.getpgrp(), "the operator runs in the test's own process group"
+        os.killpg(group, signal.SIGKILL)
         wait_until("the killed operator's supervisor to exit", lambda: not alive(top), 30, interval=0.1)
         for pid in tree:
             if alive(pid):

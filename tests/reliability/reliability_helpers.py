@@ -289,6 +289,7 @@ class EventLog:
     def __init__(self, kube: Kube, namespace: str):
         self.kube, self.namespace = kube, namespace
         self.events: list[dict] = []
+        self.errors: list[str] = []
         self._watch = watch.Watch()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._listed = threading.Event()
@@ -311,8 +312,14 @@ class EventLog:
                     version = event.metadata.resource_version
                     self.events.append(self.kube.plain(event))
                 return  # stopped
-            except Exception:  # a broken watch: resume from the last version seen
+            except Exception as error:  # a broken watch: resume from the last version seen
+                self.errors.append(repr(error))
                 time.sleep(0.5)
+
+    def describe(self) -> str:
+        seen = [f"  {e['involvedObject'].get('kind')}/{e['involvedObject'].get('name')} {e.get('reason')}: {e.get('message')}"
+                for e in self.events]
+        return "\n".join(seen + [f"  watch error: {error}" for error in self.errors[-3:]]) or "  (no Event)"
 
     def about(self, kind: str, name: str, reason: str) -> list[dict]:
         return [e for e in self.events if e["involvedObject"].get("kind") == kind

@@ -38,7 +38,7 @@ def test_namespace_deleted_with_models(kube, operator, namespace, figures):
         took = time.monotonic() - started
         about = lambda name: [e for e in events.about("Namespace", namespace, "Terminating")  # noqa: E731
                               if f"LLMModel {namespace}/{name}:" in e["message"]]
-        wait_until("the Events about the namespace", lambda: all(about(n) for n in kept + purged), 10)
+        wait_until("the Events about the namespace", lambda: all(about(n) for n in kept + purged), 10, events.describe)
 
     for name in kept:
         message = about(name)[0]["message"]

@@ -68,7 +68,7 @@ def test_pod_stuck_on_a_lost_node(kube, operator, namespace, figures, watches_wi
         wait_until("the model to be released", lambda: kube.model(namespace, "stranded") is None,
                    TIMEOUT_SECONDS + 120, lambda: kube.describe(namespace))
         took = time.monotonic() - started
-        wait_until("the Warning Event", lambda: events.about("LLMModel", "stranded", "DeletionTimedOut"), 10)
+        wait_until("the Warning Event", lambda: events.about("LLMModel", "stranded", "DeletionTimedOut"), 10, events.describe)
 
     # It did wait for the pod (the timeout path, not a pod that went away by itself)...
     assert took >= TIMEOUT_SECONDS

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import threading
@@ -26,7 +27,8 @@ KUBECTL = os.environ.get("KUBECTL") or str(REPO / "bin" / "kubectl")
 PIDFILE = REPO / ".cluster" / "operator.pid"
 OPERATOR_LOG = REPO / ".cluster" / "operator.log"
 FIGURES = REPO / ".cluster" / "reliability-figures.json"
-HEALTH_URL = "http://127.0.0.1:6789/readyz"
+# The second cluster slot of a shared machine moves the ports (LLM_OPERATOR_HEALTH_URL, OPERATOR_ARGS).
+HEALTH_URL = os.environ.get("LLM_OPERATOR_HEALTH_URL", "http://127.0.0.1:6789/readyz")
 
 # The suite's size: 1 fits CI (the whole suite in a few minutes); RELIABILITY_SCALE=4 makes four
 # times the models and the kills. RELIABILITY_SEED picks the random kill moments.
@@ -199,7 +201,12 @@ class Operator:
     def start(self, watches: str | None = None) -> int:
         if watches is not None:
             self.watches = watches
-        extra = [f"WATCHES={self.watches}"] if self.watches else []
+        extra = []
+        if self.watches:
+            # OPERATOR_ARGS from the environment (another port set) names a watches file of its own.
+            args = os.environ.get("OPERATOR_ARGS")
+            extra = [f"OPERATOR_ARGS={re.sub(r'--watches-file [^ ]+', '--watches-file ' + self.watches, args)}"
+                     if args else f"WATCHES={self.watches}"]
         make("operator-start", *extra)
         return self.pid()
 

@@ -7,8 +7,9 @@ would wait forever. This does the finalizer's work by hand, for each LLMModel of
 
 1. with purgeWeightsOnDelete false, takes the LLMModel out of its weights volume's
    ownerReferences, so the garbage collector keeps the volume (as the finalizer does);
+   with purgeWeightsOnDelete true, deletes the weights volume;
 2. removes the finalizer and deletes the LLMModel: the garbage collector then removes its
-   Deployment, Service and pull Job, and with purgeWeightsOnDelete true its weights volume.
+   Deployment, Service and pull Job.
 
 Run it only while no operator runs: a running one would finalize the models itself.
 Environment: KUBECTL (default bin/kubectl, else kubectl on PATH), KUBECONFIG.
@@ -67,7 +68,13 @@ def release(model: dict) -> str:
     meta = model["metadata"]
     where = ["-n", meta["namespace"]]
     purge = bool((model.get("spec") or {}).get("purgeWeightsOnDelete", False))
-    outcome = f"weights volume {meta['name']}-weights deleted by garbage collection" if purge else keep_volume(model)
+    if purge:
+        # Deleted here, as the finalizer would, rather than left to the garbage collector (which
+        # may not watch the LLMModel kind yet right after the CRD was installed).
+        kubectl("delete", "pvc", f"{meta['name']}-weights", *where, "--ignore-not-found", "--wait=false")
+        outcome = f"weights volume {meta['name']}-weights deleted"
+    else:
+        outcome = keep_volume(model)
     finalizers = meta.get("finalizers") or []
     if FINALIZER in finalizers:
         patch = [

@@ -19,11 +19,12 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS_DIR)
 
 # How the operator runs locally: the same watches.yaml and roles/ the image ships, the venv's
 # ansible-runner on PATH, and the settings of config/manager/manager.yaml: no fact gathering, only
-# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0.
+# the ini inventory plugin (ansible-operator writes an ini inventory), Ansible verbosity 0. No
+# ansible.cfg, as in the image: a caller's ANSIBLE_CONFIG (Molecule exports its own) is dropped.
 OPERATOR_ANSIBLE_VERBOSITY ?= 0
 OPERATOR_LOG ?= $(CURDIR)/.cluster/operator.log
 OPERATOR_PIDFILE ?= $(CURDIR)/.cluster/operator.pid
-OPERATOR_ENV = PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
+OPERATOR_ENV = -u ANSIBLE_CONFIG PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GATHERING=explicit ANSIBLE_INVENTORY_ENABLED=ini \
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
@@ -46,6 +47,11 @@ tools: ## Build the pinned Go tools into bin/ (only what is missing).
 .PHONY: cluster-tools
 cluster-tools:
 	@$(PYTHON) hack/build_tools.py cluster
+
+.PHONY: node-tools
+node-tools: ## Build the real node's parts into bin/ (kubelet, kube-proxy, containerd, runc, CNI plugins, crictl; only what is missing).
+	@$(PYTHON) hack/apt_install.py node-build node
+	@$(PYTHON) hack/build_tools.py node
 
 # The venv holds exactly the requirements: when they change it is made anew, so no package of an
 # older pin (say the ansible 12 bundle) lingers and shadows what the image has.
@@ -77,9 +83,11 @@ collections: $(COLLECTIONS_STAMP) ## Install the collections of requirements.yml
 lint-venv: $(LINT_VENV_STAMP) ## Create .venv-lint (ansible-lint, yamllint) from requirements-lint.txt.
 
 ##@ Local cluster
+# REAL_NODE=1: also a real node (containerd, kube-proxy, kubelet; hack/node.py) beside the kwok nodes.
+REAL_NODE ?= 0
 .PHONY: cluster-up cluster-down cluster-status
-cluster-up: cluster-tools ## Start the local cluster (real control plane, kwok nodes); kubeconfig in .cluster/kubeconfig.
-	@$(PYTHON) hack/cluster.py up
+cluster-up: cluster-tools $(if $(filter 1,$(REAL_NODE)),node-tools) ## Start the local cluster (real control plane, kwok nodes; REAL_NODE=1 adds a real node); kubeconfig in .cluster/kubeconfig.
+	@LLM_REAL_NODE=$(REAL_NODE) $(PYTHON) hack/cluster.py up
 
 cluster-down: operator-stop ## Stop the local cluster; leaves no process or port behind.
 	@$(PYTHON) hack/cluster.py down
@@ -94,18 +102,24 @@ install-crd: cluster-tools ## Apply the CRD to the current cluster.
 	$(KUBECTL) wait --for=condition=Established crd/llmmodels.inference.ai.example.com --timeout=60s
 
 run: venv tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
-	$(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
+	$(PYTHON) hack/operator_supervisor.py -- env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
+# Both run the operator under hack/operator_supervisor.py: stopped, crashed or SIGKILLed, it leaves
+# no ansible-runner or ansible-playbook behind.
 operator-start: venv tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
 	@$(PYTHON) hack/run_operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \
 		env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
-operator-stop: ## Stop the background operator.
+operator-stop: ## Stop the background operator and every process it started.
 	@$(PYTHON) hack/run_operator.py stop --pidfile $(OPERATOR_PIDFILE)
 
 ##@ Main job
+# The demo adds the real node where this machine can run one (root): SmolLM2 then answers for real.
+# DEMO_REAL_NODE=0 leaves it out (kwok nodes only).
+DEMO_REAL_NODE ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 .PHONY: demo
-demo: venv tools cluster-up operator-start ## Local cluster + operator + the sample models, until they are Serving.
+demo: REAL_NODE = $(DEMO_REAL_NODE)
+demo: venv tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, SmolLM2 answers a chat request.
 	@$(PYTHON) hack/demo.py
 
 ##@ Tests

@@ -5,7 +5,10 @@ Each tool has a wrapper module under hack/tools/<module>/ whose go.mod and go.su
 is the one place its version lives. A stamp file bin/.stamps/<tool> records the version a binary was
 built from, so `make tools` rebuilds only what is missing or out of date and a warm run takes seconds.
 
-Usage: build_tools.py [TOOL ...]   (default: every tool)
+Usage: build_tools.py [TOOL|GROUP ...]   (default: every tool but the node's)
+Groups: `cluster` (what the local cluster runs), `node` (the real node's parts: kubelet, kube-proxy,
+containerd, ctr, the runc shim, runc, the CNI plugins, crictl; `make node-tools`). runc is the one
+cgo build (libseccomp from Debian: `hack/apt_install.py node-build`); every other tool is pure Go.
 """
 
 from __future__ import annotations
@@ -42,10 +45,43 @@ TOOLS = {
         "github.com/operator-framework/operator-sdk",
         "github.com/operator-framework/operator-sdk/cmd/operator-sdk",
     ),
+    # The real node (hack/node.py).
+    "kubelet": ("kubernetes", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet"),
+    "kube-proxy": ("kubernetes", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-proxy"),
+    "containerd": ("containerd", "github.com/containerd/containerd/v2", "github.com/containerd/containerd/v2/cmd/containerd"),
+    "ctr": ("containerd", "github.com/containerd/containerd/v2", "github.com/containerd/containerd/v2/cmd/ctr"),
+    "containerd-shim-runc-v2": (
+        "containerd",
+        "github.com/containerd/containerd/v2",
+        "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+    ),
+    "runc": ("runc", "github.com/opencontainers/runc", "github.com/opencontainers/runc"),
+    "cni/bridge": ("cni-plugins", "github.com/containernetworking/plugins", "github.com/containernetworking/plugins/plugins/main/bridge"),
+    "cni/host-local": ("cni-plugins", "github.com/containernetworking/plugins", "github.com/containernetworking/plugins/plugins/ipam/host-local"),
+    "cni/loopback": ("cni-plugins", "github.com/containernetworking/plugins", "github.com/containernetworking/plugins/plugins/main/loopback"),
+    "cni/portmap": ("cni-plugins", "github.com/containernetworking/plugins", "github.com/containernetworking/plugins/plugins/meta/portmap"),
+    "crictl": ("cri-tools", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl"),
 }
 
 # Tools the local cluster and the operator need; operator-sdk is only for the bundle.
 CLUSTER_TOOLS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl"]
+# The real node's parts: built only on request (`make node-tools`), not by `make tools`.
+NODE_TOOLS = [
+    "kubelet",
+    "kube-proxy",
+    "containerd",
+    "ctr",
+    "containerd-shim-runc-v2",
+    "runc",
+    "cni/bridge",
+    "cni/host-local",
+    "cni/loopback",
+    "cni/portmap",
+    "crictl",
+]
+GROUPS = {"cluster": CLUSTER_TOOLS, "node": NODE_TOOLS}
+# runc's nsenter is C and seccomp comes from libseccomp: the one cgo build.
+CGO_TAGS = {"runc": "seccomp"}
 
 
 def pinned_version(module_dir: str, module: str) -> str:
@@ -78,6 +114,13 @@ def ldflags(tool: str, version: str) -> str:
         flags.append(f"-X github.com/operator-framework/operator-sdk/internal/version.Version={version}")
     if tool == "ansible-operator":
         flags.append(f"-X github.com/operator-framework/ansible-operator-plugins/internal/version.Version={version}")
+    module = TOOLS[tool][1]
+    if module == "github.com/containerd/containerd/v2":
+        flags.append(f"-X github.com/containerd/containerd/v2/version.Version={version}")
+    if module == "github.com/containernetworking/plugins":
+        flags.append(f"-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={version}")
+    if tool == "crictl":
+        flags.append(f"-X sigs.k8s.io/cri-tools/pkg/version.Version={version}")
     return " ".join(flags)
 
 
@@ -92,6 +135,11 @@ def build(tool: str) -> bool:
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
     if tool == "operator-sdk":
         env["GOFLAGS"] += " -tags=containers_image_openpgp"
+    if tool in CGO_TAGS:
+        env["CGO_ENABLED"] = "1"
+        env["GOFLAGS"] += f" -tags={CGO_TAGS[tool]}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     subprocess.run(
         ["go", "build", "-trimpath", "-ldflags", ldflags(tool, version), "-o", str(target), package],
@@ -105,9 +153,9 @@ def build(tool: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    wanted = argv or list(TOOLS)
-    if wanted == ["cluster"]:
-        wanted = CLUSTER_TOOLS
+    wanted = [tool for name in argv for tool in GROUPS.get(name, [name])]
+    if not argv:
+        wanted = [tool for tool in TOOLS if tool not in NODE_TOOLS]
     unknown = [t for t in wanted if t not in TOOLS]
     if unknown:
         sys.exit(f"build_tools: unknown tool(s) {', '.join(unknown)}; known: {', '.join(TOOLS)}")

@@ -6,8 +6,10 @@
     cluster.py status   say whether it is up, and show its nodes
 
 Environment: LLM_CLUSTER_PORT (API server port, default 36443), LLM_TESTBED_JOB_SECONDS (how long a
-simulated Job pod runs before it succeeds, default 3). Everything binds to 127.0.0.1. The kubeconfig
-is written to .cluster/kubeconfig.
+simulated Job pod runs before it succeeds, default 3), LLM_REAL_NODE=1 (also start the real node of
+hack/node.py: containerd, kube-proxy and a kubelet; the API server then also answers on the node's
+bridge address for its pods). Everything else binds to 127.0.0.1. The kubeconfig is written to
+.cluster/kubeconfig. `down` stops the real node too when it runs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import node  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = ROOT / "bin"
@@ -72,13 +77,27 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def render_config(port: int) -> pathlib.Path:
+def real_node_wanted() -> bool:
+    raw = os.environ.get("LLM_REAL_NODE", "0")
+    if raw not in ("0", "1", ""):
+        fail(f"LLM_REAL_NODE={raw!r}: use 1 (with the real node) or 0")
+    return raw == "1"
+
+
+def render_config(port: int, real_node: bool) -> pathlib.Path:
     job_seconds = os.environ.get("LLM_TESTBED_JOB_SECONDS", "3")
     try:
         job_ms = int(float(job_seconds) * 1000)
     except ValueError:
         fail(f"LLM_TESTBED_JOB_SECONDS={job_seconds!r} is not a number of seconds")
-    values = {"API_PORT": str(port), "BIN": str(BIN), "JOB_DURATION_MS": str(job_ms)}
+    values = {
+        "API_PORT": str(port),
+        "BIN": str(BIN),
+        "JOB_DURATION_MS": str(job_ms),
+        "ADVERTISE_ADDRESS": node.NODE_IP if real_node else "127.0.0.1",
+        "API_BIND_ADDRESS": "0.0.0.0" if real_node else "127.0.0.1",
+        "VOLUME_DIR": str(node.VOLUMES),
+    }
     parts = []
     for name in ("kwokctl.yaml", "stages.yaml"):
         text = (TEMPLATES / name).read_text()
@@ -112,8 +131,11 @@ def nodes_ready() -> bool:
 
 
 def up() -> None:
+    real_node = real_node_wanted()
     if is_ready():
         print(f"cluster: already up (kubeconfig {KUBECONFIG.relative_to(ROOT)})")
+        if real_node:
+            node.up()
         return
     missing = [b for b in BINARIES if not (BIN / b).exists()]
     if missing:
@@ -126,7 +148,9 @@ def up() -> None:
         fail(f"port {port} on 127.0.0.1 is in use: stop what holds it or set LLM_CLUSTER_PORT to a free port")
     STATE.mkdir(exist_ok=True)
     started = time.monotonic()
-    config = render_config(port)
+    if real_node:
+        node.prepare(port)
+    config = render_config(port, real_node)
     log = STATE / "kwokctl.log"
     log.write_text("")
     code = kwokctl("create", "cluster", "--config", str(config), "--kubeconfig", str(KUBECONFIG), "--wait", "60s", "--timeout", "120s", log=log)
@@ -141,6 +165,8 @@ def up() -> None:
     # Pods of the default namespace can be created once its ServiceAccount exists.
     wait_for("the default ServiceAccount", lambda: kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0, 60)
     print(f"cluster: up in {time.monotonic() - started:.1f}s (API ready after {ready_after:.1f}s) at https://127.0.0.1:{port}")
+    if real_node:
+        node.up()
     print(f"cluster: export KUBECONFIG={KUBECONFIG}")
 
 
@@ -163,6 +189,10 @@ def alive(pid: int) -> bool:
 
 
 def down(quiet: bool = False) -> None:
+    # The real node first, while the API server still answers its kubelet. Only a checkout with the
+    # node tools (make node-tools) can have started it; one without them leaves the machine's node alone.
+    if (BIN / "kubelet").exists():
+        node.down(quiet=True)
     if not CLUSTER_DIR.exists():
         if not quiet:
             print("cluster: not running")

@@ -3,7 +3,9 @@
 
 Run by `make demo` after the local cluster and the operator are up. It applies config/samples into the
 namespace `llm-demo`, waits until every sample reports phase Serving with its URL, and prints
-`kubectl get llmmodels`. Leaves everything running; `make cluster-down` ends it.
+`kubectl get llmmodels`. With the real node (`make demo` on a machine that can run it) it then serves
+SmolLM2-135M-Instruct for real (hack/demo_real.py) and prints its answer to a chat request and the
+curl command that asked it. Leaves everything running; `make cluster-down` ends it.
 """
 
 from __future__ import annotations
@@ -51,8 +53,19 @@ def main() -> int:
     print(kubectl("get", "llmmodels", "-n", NAMESPACE), end="")
     print()
     print(f"demo: every sample is Serving. Try: KUBECONFIG={KUBECTL[2]} bin/kubectl get llmmodels,pvc,jobs,deploy,svc -n {NAMESPACE}")
+    if real_node_present():
+        import demo_real
+
+        demo_real.main(KUBECTL)
     print("demo: `make cluster-down` stops the cluster and the operator.")
     return 0
+
+
+def real_node_present() -> bool:
+    sys.path.insert(0, str(ROOT / "hack"))
+    import node
+
+    return subprocess.run([*KUBECTL, "get", "node", node.NODE_NAME], capture_output=True, check=False).returncode == 0
 
 
 if __name__ == "__main__":

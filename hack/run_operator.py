@@ -3,6 +3,10 @@
 
     run_operator.py start --log FILE --pidfile FILE -- COMMAND...   start it, wait until /readyz answers
     run_operator.py stop --pidfile FILE                              stop it and every process it started
+
+The operator runs under hack/operator_supervisor.py, whose pid the pidfile holds: whatever ends the
+operator (this stop, a crash, a SIGKILL), the supervisor ends the ansible-runner and ansible-playbook
+processes it left behind.
 """
 
 from __future__ import annotations
@@ -17,16 +21,21 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proctree  # noqa: E402  (hack/ is not a package)
+
+SUPERVISOR = pathlib.Path(__file__).resolve().with_name("operator_supervisor.py")
+# The supervisor gives the operator this long to stop after SIGTERM; `stop` waits a little longer.
+STOP_GRACE = 20
 HEALTH_URL = os.environ.get("LLM_OPERATOR_HEALTH_URL", "http://127.0.0.1:6789/readyz")
 
 
 def running(pidfile: pathlib.Path) -> int | None:
     try:
         pid = int(pidfile.read_text().strip())
-        os.kill(pid, 0)
-    except (FileNotFoundError, ValueError, ProcessLookupError):
+    except (FileNotFoundError, ValueError):
         return None
-    return pid
+    return pid if proctree.alive(pid) else None
 
 
 def healthy() -> bool:
@@ -44,8 +53,9 @@ def start(args: argparse.Namespace) -> int:
         return 0
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
-        # A session of its own, so `stop` can end the operator and its ansible-runner children together.
-        process = subprocess.Popen(args.command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        # A session of its own: the operator does not stop with the shell that started it.
+        supervised = [sys.executable, str(SUPERVISOR), "--pidfile", str(pidfile), "--grace", str(STOP_GRACE), "--", *args.command]
+        process = subprocess.Popen(supervised, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     pidfile.write_text(f"{process.pid}\n")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -67,16 +77,20 @@ def stop(args: argparse.Namespace) -> int:
     if pid is None:
         pidfile.unlink(missing_ok=True)
         return 0
-    os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
+    # The supervisor stops the operator and then ends whatever it left behind.
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE + 15
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
+        if not proctree.alive(pid):
             break
         time.sleep(0.2)
     else:
-        os.killpg(pid, signal.SIGKILL)
+        # Only if the supervisor itself hangs: kill its whole tree.
+        for child in [*proctree.descendants(pid), pid]:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     pidfile.unlink(missing_ok=True)
     print(f"operator: stopped (pid {pid})")
     return 0

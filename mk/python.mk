@@ -2,7 +2,8 @@
 #
 # unit-test           the role's modules (tests/unit) and the ansible-runner event plugin
 #                     (runner-http-plugin/tests); real ansible-runner runs, no cluster
-# unit-cluster-test   llmmodel_status against the API server in $(KUBECONFIG); fails, never skips,
+# unit-cluster-test   llmmodel_status against the API server in $(KUBECONFIG), and the real operator
+#                     SIGKILLed mid-reconcile (tests/process); fails, never skips,
 #                     when it is not reachable
 
 VENV ?= .venv
@@ -10,7 +11,16 @@ PYTEST_FLAGS ?= -q
 
 .PHONY: unit-test unit-cluster-test
 unit-test: venv ## pytest of the role's modules and the runner event plugin (no cluster needed).
-	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not cluster" tests/unit runner-http-plugin/tests
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not cluster" tests/unit tests/process runner-http-plugin/tests
 
 unit-cluster-test: venv ## pytest of llmmodel_status against the cluster in KUBECONFIG.
-	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m cluster tests/unit
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m cluster tests/unit tests/process
+
+##@ Generated specs (mk/python.mk)
+# property-test   hypothesis-generated LLMModels (tests/properties): admission names the field of a rejected
+#                 spec; an accepted one is reconciled by the real operator (started here, watching only the
+#                 test's namespace) without a task failure and without evaluating its strings. Seeded and
+#                 bounded; PROPERTY_ADMISSION_EXAMPLES / PROPERTY_RECONCILE_EXAMPLES size it.
+.PHONY: property-test
+property-test: venv tools cluster-up ## Generated LLMModel specs against admission and the real operator (hypothesis, seeded).
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) tests/properties

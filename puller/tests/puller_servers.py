@@ -1,4 +1,4 @@
-"""Real HTTP servers on 127.0.0.1 for the tests and the benchmark.
+"""Real HTTP servers on 127.0.0.1 (or another local address) for the tests and the benchmark.
 
 FileServer serves byte strings with Range/If-Range support, records every request, and injects
 failures on demand (an HTTP status, or a connection dropped after N bytes of the body).
@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from email.message import Message
@@ -45,6 +46,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self):  # noqa: N802
         self.server.app.handle(self, "HEAD")
 
+    def do_PATCH(self):  # noqa: N802
+        self.server.app.handle(self, "PATCH")
+
     def log_message(self, *args):
         pass  # quiet tests
 
@@ -55,13 +59,16 @@ class _Server(ThreadingHTTPServer):
 
 
 class RecordingServer:
-    """A threaded HTTP server on 127.0.0.1 that records what it was asked. Use as a context manager."""
+    """A threaded HTTP server on 127.0.0.1 that records what it was asked. Use as a context manager.
 
-    def __init__(self):
+    ``host``: another local address to listen on (the e2e suite uses the real node's bridge address,
+    where its pods reach this machine)."""
+
+    def __init__(self, host: str = "127.0.0.1"):
         self.requests: list[Seen] = []
         self.faults: dict[str, list[Fault]] = defaultdict(list)
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server((host, 0), _Handler)
         self._httpd.app = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -138,6 +145,7 @@ class RecordingServer:
         honour_range: bool = True,
         send_length: bool = True,
         fault: Fault | None = None,
+        chunk_delay: float = 0.0,
     ) -> None:
         """Serve data, honouring Range (and If-Range) unless told not to; apply a Fault if given."""
         start, status = 0, 200
@@ -173,6 +181,9 @@ class RecordingServer:
         limit = len(body) if fault is None or fault.drop_after is None else min(fault.drop_after, len(body))
         for offset in range(0, limit, CHUNK):
             handler.wfile.write(body[offset : min(offset + CHUNK, limit)])
+            if chunk_delay:
+                handler.wfile.flush()
+                time.sleep(chunk_delay)  # a slow link, so that a download lasts a few seconds
         handler.wfile.flush()
         if limit < len(body):
             handler.connection.shutdown(socket.SHUT_RDWR)  # the "network" breaks mid-body
@@ -181,12 +192,13 @@ class RecordingServer:
 class FileServer(RecordingServer):
     """Static files from memory, with failure injection per path (consumed one per GET)."""
 
-    def __init__(self, files: dict[str, bytes] | None = None):
-        super().__init__()
+    def __init__(self, files: dict[str, bytes] | None = None, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.files: dict[str, bytes] = dict(files or {})
         self.honour_range = True
         self.send_length = True
         self.require_token: str | None = None
+        self.chunk_delay = 0.0  # seconds between 64 KiB chunks
 
     def add(self, path: str, data: bytes) -> str:
         self.files[path] = data
@@ -214,7 +226,55 @@ class FileServer(RecordingServer):
             honour_range=self.honour_range,
             send_length=self.send_length,
             fault=fault,
+            chunk_delay=self.chunk_delay,
         )
+
+
+class StatusServer(RecordingServer):
+    """Stands in for the Kubernetes API server's status subresource: records merge patches.
+
+    PATCH <object>/status with the expected bearer token and content type answers 200 with the
+    patched object; another token 401, another path 403 (as RBAC with resourceNames would).
+    """
+
+    def __init__(self, object_path: str, token: str):
+        super().__init__()
+        self.object_path = object_path
+        self.token = token
+        self.patches: list[dict] = []
+        self.status: dict = {}
+
+    def respond(self, handler, method, url) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        if handler.headers.get("Authorization") != f"Bearer {self.token}":
+            self.send_json(handler, 401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
+            return
+        if method != "PATCH" or url.path != self.object_path + "/status":
+            message = f"forbidden: cannot patch resource at {url.path}"
+            self.send_json(handler, 403, {"kind": "Status", "code": 403, "message": message})
+            return
+        if handler.headers.get("Content-Type") != "application/merge-patch+json":
+            self.send_json(handler, 415, {"kind": "Status", "code": 415, "message": "unsupported media type"})
+            return
+        patch = json.loads(body)
+        with self._lock:
+            self.patches.append(patch)
+            self.status = merge(self.status, patch.get("status", {}))
+        self.send_json(handler, 200, {"kind": "LLMModel", "status": self.status})
+
+
+def merge(target, patch):
+    """RFC 7386 merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
 
 
 @dataclass
@@ -231,8 +291,8 @@ class FakeHub(RecordingServer):
     Faults are keyed by the file's path in the repo and apply to GET /resolve/ only.
     """
 
-    def __init__(self, repos: dict[str, HubRepo] | None = None, token: str | None = None):
-        super().__init__()
+    def __init__(self, repos: dict[str, HubRepo] | None = None, token: str | None = None, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.repos: dict[str, HubRepo] = dict(repos or {})
         self.token = token
 

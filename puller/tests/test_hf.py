@@ -84,7 +84,11 @@ def test_snapshot_keeps_only_server_files_and_records_the_commit(hub, puller, de
     assert {f["path"]: f["size"] for f in recorded["files"]} == {n: len(TINY[n]) for n in TINY_SERVED}
     assert f"is commit {hub.repos['acme/tiny'].commit}: 9 of 16 files selected" in run.stdout
     assert "progress acme/tiny:" in run.stdout and "done: hf://acme/tiny@main" in run.stdout
-    assert json.loads(run.termination) == {"source": "hf://acme/tiny@main", "commit": hub.repos["acme/tiny"].commit}
+    assert json.loads(run.termination) == {
+        "source": "hf://acme/tiny@main",
+        "commit": hub.repos["acme/tiny"].commit,
+        "size": sum(len(TINY[n]) for n in TINY_SERVED),
+    }
     assert list(home.iterdir()) == []  # nothing cached under ~ (no ~/.cache/huggingface)
 
 

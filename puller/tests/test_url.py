@@ -46,7 +46,7 @@ def test_full_download_writes_file_and_manifest_last(files, puller, dest):
     assert "sha256 " + sha256(data) + " verified" in run.stdout
     assert "done: " in run.stdout
     # The termination message tells the operator what the volume holds now.
-    assert json.loads(run.termination) == {"source": url, "sha256": sha256(data)}
+    assert json.loads(run.termination) == {"source": url, "sha256": sha256(data), "size": len(data), "gguf": "tiny.gguf"}
 
 
 def test_resume_after_the_server_drops_the_connection(files, puller, dest):

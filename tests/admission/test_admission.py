@@ -134,7 +134,7 @@ INVALID = {
     ),
     "no image": (
         llmmodel(serve={"port": 8000}),
-        "spec.serve.image: Required value",
+        "spec.serve.image is required when spec.serve.runtime is custom or omitted",
     ),
     "no source": (
         {**llmmodel(), "spec": {"serve": {"image": "vllm/vllm-openai:v0.6.3"}}},
@@ -222,13 +222,13 @@ def test_valid_llmmodel_is_accepted_unpruned(custom_objects, namespace, body):
     expected = copy.deepcopy(body["spec"])
     expected.setdefault("storageSize", "50Gi")
     expected.setdefault("purgeWeightsOnDelete", False)
-    expected["serve"].setdefault("port", 8000)
     assert created["spec"] == expected
 
 
 def test_defaults_are_applied(custom_objects, namespace):
     created = dry_run_create(custom_objects, namespace, llmmodel(name="defaults"))
-    assert created["spec"]["serve"]["port"] == 8000
+    # The port, runtime and replicas are the role's defaults (they depend on the runtime), not the API server's.
+    assert set(created["spec"]["serve"]) == {"image"}
     assert created["spec"]["storageSize"] == "50Gi"
     assert created["spec"]["purgeWeightsOnDelete"] is False
     assert "revision" not in created["spec"]["source"]
@@ -328,7 +328,7 @@ def test_explain_spec_shows_defaults(crd):
 
 def test_printer_columns_short_name_and_category(namespace, stored_llmmodel):
     table = kubectl("get", "llm", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "PHASE", "MODEL", "URL", "AGE"]
+    assert table[0].split() == ["NAME", "PHASE", "PROGRESS", "MODEL", "URL", "AGE"]
     assert table[1].startswith(stored_llmmodel)
     by_category = kubectl("get", "ai", "-n", namespace, "-o", "name").stdout.split()
     assert f"llmmodel.{GROUP}/{stored_llmmodel}" in by_category

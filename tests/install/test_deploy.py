@@ -174,9 +174,13 @@ DENIED = [
     ("create", "persistentvolumes", "", ""),
     ("create", "clusterroles.rbac.authorization.k8s.io", "", ""),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", "", ""),
-    ("create", "rolebindings.rbac.authorization.k8s.io", "default", ""),
+    # The operator creates each model's <name>-puller Role and RoleBinding, so it may create
+    # rolebindings; Kubernetes' escalation rules then hold it to the permissions it has itself, since
+    # it has neither bind nor escalate, on namespaced roles or cluster roles.
     ("bind", "clusterroles.rbac.authorization.k8s.io", "", ""),
     ("escalate", "clusterroles.rbac.authorization.k8s.io", "", ""),
+    ("bind", "roles.rbac.authorization.k8s.io", "default", ""),
+    ("escalate", "roles.rbac.authorization.k8s.io", "default", ""),
     ("impersonate", "users", "", ""),
     ("update", "customresourcedefinitions.apiextensions.k8s.io", "", ""),
     ("delete", "llmmodels.inference.ai.example.com", "default", "finalizers"),

@@ -17,9 +17,14 @@ MANAGER_PERMISSIONS = {
     ("", "services"): CRUD,
     ("apps", "deployments"): CRUD,
     ("batch", "jobs"): CRUD,
+    ("autoscaling", "horizontalpodautoscalers"): CRUD - {"update"},
+    ("policy", "poddisruptionbudgets"): CRUD - {"update"},
     ("", "pods"): {"get", "list"},
     ("", "secrets"): {"get"},
     ("", "events"): {"create", "patch"},
+    ("", "serviceaccounts"): {"create", "get", "patch"},
+    ("rbac.authorization.k8s.io", "roles"): {"create", "get", "patch"},
+    ("rbac.authorization.k8s.io", "rolebindings"): {"create", "get", "patch"},
 }
 
 
@@ -67,4 +72,5 @@ def test_kinds_without_list_and_watch_bypass_the_proxy_cache():
     """
     watch = yaml.safe_load((REPO / "watches.yaml").read_text())[0]
     blacklisted = {(entry["group"], entry["kind"]) for entry in watch.get("blacklist", [])}
-    assert {("", "Secret"), ("", "Pod")} <= blacklisted
+    assert {("", "Secret"), ("", "Pod"), ("", "ServiceAccount")} <= blacklisted
+    assert {("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding")} <= blacklisted

@@ -55,7 +55,8 @@ def test_job_runs_then_completes(kube, namespace):
     terminated = pod.status.container_statuses[0].state.terminated
     assert terminated is not None and terminated.exit_code == 0, pod.status.container_statuses
     # Like llm-model-puller, the simulated pod leaves a success record naming what it "pulled".
-    assert json.loads(terminated.message) == {"commit": pod.metadata.uid, "simulated": True}, terminated.message
+    record = json.loads(terminated.message)
+    assert record == {"commit": pod.metadata.uid, "simulated": True, "size": 1 << 30}, terminated.message
 
 
 def test_job_duration_annotation_keeps_the_job_running(kube, namespace):

@@ -52,8 +52,11 @@ def manifests(namespace):
 
 @pytest.fixture
 def apply(run_module, kubeconfig):
-    def run(definitions, check_mode=False):
-        return run_module(llmmodel_apply, {"definitions": definitions, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode})
+    def run(definitions, check_mode=False, absent=None):
+        args = {"definitions": definitions, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode}
+        if absent is not None:
+            args["absent"] = absent
+        return run_module(llmmodel_apply, args)
 
     return run
 
@@ -87,6 +90,20 @@ def test_a_second_apply_sends_nothing(apply, read, manifests):
     assert result["changed"] is False
     assert actions(result) == [("ConfigMap", "unchanged"), ("Service", "unchanged")]
     assert [read("ConfigMap", "settings")["metadata"]["resourceVersion"], read("Service", "m")["metadata"]["resourceVersion"]] == before
+
+
+def test_absent_objects_are_deleted_and_missing_ones_are_no_change(apply, read, namespace, manifests):
+    config_map, service = manifests
+    apply([config_map, service])
+    gone = {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "namespace": namespace}
+    never = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "m", "namespace": namespace}
+    result = apply([service], absent=[gone, never])
+    assert result["changed"] is True
+    assert result["removed"] == [{"kind": "ConfigMap", "name": "settings"}]
+    with pytest.raises(NotFoundError):
+        read("ConfigMap", "settings")
+    again = apply([service], absent=[gone, never])
+    assert again["changed"] is False and again["removed"] == []
 
 
 def test_a_changed_manifest_is_patched_and_a_dropped_field_removed(apply, read, manifests):

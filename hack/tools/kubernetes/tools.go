@@ -1,6 +1,7 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane binaries the local cluster runs.
+// Package tools pins the Kubernetes binaries the local cluster runs: the control plane, and the
+// kubelet and kube-proxy of the real node.
 package tools
 
 import (
@@ -8,4 +9,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )

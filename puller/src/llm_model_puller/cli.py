@@ -11,7 +11,9 @@ from .config import Config, config_from_env
 from .errors import DiskFullError, ExitCode, PullerError, UsageError, find_disk_full
 from .http_download import pull_url
 from .progress import Progress, human_bytes, log, redact, setup_logging
+from .record import success_record
 from .sources import redact_url
+from .status_report import start_reporter
 from .store import Staging, exclusive, missing_or_wrong, read_manifest
 
 DEFAULT_TERMINATION_LOG = Path("/dev/termination-log")
@@ -86,14 +88,19 @@ def pull_locked(cfg: Config, shown: str) -> int:
         log.info("continuing the partial download of %s found in %s", shown, staging.root)
     progress = Progress(cfg.file_name or cfg.hf_repo, interval=cfg.settings.progress_seconds)
     log.info("pulling %s into %s", shown, dest)
-    if cfg.hf_repo:
-        prepare_hf_environment(cfg, staging)
-        from .hf_download import pull_hf  # after prepare_hf_environment: huggingface_hub reads env on import
+    reporter = start_reporter(None, progress)
+    try:
+        if cfg.hf_repo:
+            prepare_hf_environment(cfg, staging)
+            from .hf_download import pull_hf  # after prepare_hf_environment: huggingface_hub reads env on import
 
-        names, details = pull_hf(cfg, staging, progress)
-    else:
-        details = pull_url(cfg, staging, progress)
-        names = [cfg.file_name]
+            names, details = pull_hf(cfg, staging, progress)
+        else:
+            details = pull_url(cfg, staging, progress)
+            names = [cfg.file_name]
+    finally:
+        if reporter is not None:
+            reporter.stop()
     manifest = staging.publish(names, cfg.source, details)
     pinned = f"commit {details['commit']}" if details.get("commit") else f"sha256 {details['sha256']}"
     log.info("done: %s, %s, %s; %s", shown, pinned, count(manifest["files"], "file"), progress.summary())
@@ -157,10 +164,7 @@ def report_success(cfg: Config, env: Mapping[str, str]) -> None:
     manifest = read_manifest(cfg.dest)
     if path is None or not manifest:
         return
-    record = {"source": redact_url(cfg.url) if cfg.url else cfg.source}
-    for key in ("commit", "sha256"):
-        if manifest.get(key):
-            record[key] = manifest[key]
+    record = success_record(manifest, redact_url(cfg.url) if cfg.url else cfg.source)
     try:
         path.write_text(json.dumps(record, sort_keys=True)[:TERMINATION_MESSAGE_LIMIT] + "\n")
     except OSError as write_error:

@@ -20,6 +20,16 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record), self.secrets)
 
 
+def register_secret(secret: str) -> None:
+    """A secret learnt after start-up (the ServiceAccount token): redact it from every line from now on."""
+    if not secret:
+        return
+    for handler in logging.getLogger().handlers:
+        formatter = handler.formatter
+        if isinstance(formatter, RedactingFormatter) and secret not in formatter.secrets:
+            formatter.secrets = (*formatter.secrets, secret)
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret:

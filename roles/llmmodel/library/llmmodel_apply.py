@@ -32,6 +32,14 @@ options:
     type: list
     elements: dict
     required: true
+  absent:
+    description:
+      - Objects to remove when they exist, each with C(apiVersion), C(kind), C(metadata.name) or
+        C(name), and C(namespace) or C(metadata.namespace) for namespaced kinds. A missing one is
+        not an error. Deleted in the background (the garbage collector removes what they own).
+    type: list
+    elements: dict
+    default: []
   field_manager:
     description: The field manager the API server records for the writes.
     type: str
@@ -76,6 +84,12 @@ objects:
   type: list
   elements: dict
   sample: [{kind: Service, name: my-model, action: unchanged}, {kind: Deployment, name: my-model, action: patched}]
+removed:
+  description: The objects of O(absent) that existed and were deleted.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: HorizontalPodAutoscaler, name: my-model}]
 diff:
   description: The merge patch (or the created body) of each object that changed, when run with C(--diff).
   returned: when diff mode is on
@@ -102,6 +116,7 @@ DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged"}
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
+    "absent": {"type": "list", "elements": "dict", "default": []},
     "field_manager": {"type": "str", "default": "llm-operator"},
     **CONNECTION_SPEC,
 }
@@ -154,11 +169,35 @@ def apply_one(dynamic, manifest, field_manager, check_mode):
     return action, body
 
 
+def remove_one(dynamic, reference, check_mode):
+    """Delete one object of ``absent`` if it exists. Returns whether it existed."""
+    metadata = reference.get("metadata") or {}
+    manifest = {
+        "apiVersion": reference.get("apiVersion"),
+        "kind": reference.get("kind"),
+        "metadata": {"name": reference.get("name") or metadata.get("name"),
+                     "namespace": reference.get("namespace") or metadata.get("namespace")},
+    }
+    api_version, kind, name, namespace = identity(manifest)
+    try:
+        resource = dynamic.resources.get(api_version=api_version, kind=kind)
+    except ResourceNotFoundError:
+        raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
+    namespace = namespace if resource.namespaced else None
+    try:
+        dynamic.get(resource, name=name, namespace=namespace)
+        if not check_mode:
+            dynamic.delete(resource, name=name, namespace=namespace, body={"propagationPolicy": "Background"})
+    except NotFoundError:
+        return False
+    return True
+
+
 def run(params, check_mode=False, diff=False, api_client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
     if KUBERNETES_IMPORT_ERROR:
         raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
-    objects, patches = [], {}
+    objects, patches, removed = [], {}, []
     where = ["applying"]
     with reported_api_errors(lambda: where[0], objects=objects):
         dynamic = DynamicClient(api_client or build_api_client(params))
@@ -168,7 +207,11 @@ def run(params, check_mode=False, diff=False, api_client=None):
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
-    result = {"changed": any(item["action"] != "unchanged" for item in objects), "objects": objects}
+        for reference in params["absent"] or []:
+            where[0] = "removing %s %s" % (reference.get("kind"), reference.get("name") or (reference.get("metadata") or {}).get("name"))
+            if remove_one(dynamic, reference, check_mode):
+                removed.append({"kind": reference["kind"], "name": reference.get("name") or reference["metadata"]["name"]})
+    result = {"changed": bool(removed) or any(item["action"] != "unchanged" for item in objects), "objects": objects, "removed": removed}
     if diff:
         result["diff"] = {"before": {}, "after": patches}
     return result

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Real directories behind the test bed's PersistentVolumes, while the real node runs.
+
+The test bed's volume stage (hack/cluster/stages.yaml) binds every PVC at once to a hostPath PV
+under VOLUME_DIR. For a pod on the real node that path is a real directory, but the kubelet would
+create it root-owned 0755, and the pull Job runs as a non-root user (fsGroup does not apply to
+hostPath). This watcher, started by hack/node.py, gives each PV its directory before a pod uses it,
+writable for the pod's user, and removes it when the PV is deleted (reclaim policy Delete: the bytes
+go with the volume, as with a real provisioner). A PV kept (its claim kept) keeps its bytes.
+
+    node_volumes.py KUBECTL KUBECONFIG VOLUME_DIR
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+
+def under(root: pathlib.Path, path: str | None) -> pathlib.Path | None:
+    if not path:
+        return None
+    candidate = pathlib.Path(path)
+    if candidate.parent != root or not candidate.name.startswith("pvc-"):
+        return None
+    return candidate
+
+
+def ensure(directory: pathlib.Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    # Any pod user may write a fresh volume (the puller runs as 10001, the server reads it).
+    if directory.stat().st_mode & 0o777 != 0o777:
+        directory.chmod(0o777)
+
+
+def watch(kubectl: str, kubeconfig: str, root: pathlib.Path) -> None:
+    command = [kubectl, "--kubeconfig", kubeconfig, "get", "persistentvolumes", "--watch",
+               "--output-watch-events", "-o", "json"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    decoder = json.JSONDecoder()
+    buffer = ""
+    assert process.stdout is not None
+    for line in process.stdout:
+        buffer += line
+        while buffer.strip():
+            try:
+                event, end = decoder.raw_decode(buffer.lstrip())
+            except json.JSONDecodeError:
+                break
+            buffer = buffer.lstrip()[end:]
+            handle(event, root)
+    process.wait()
+
+
+def handle(event: dict, root: pathlib.Path) -> None:
+    volume = event.get("object", {})
+    spec = volume.get("spec", {})
+    directory = under(root, spec.get("hostPath", {}).get("path"))
+    if directory is None:
+        return
+    if event.get("type") == "DELETED":
+        if spec.get("persistentVolumeReclaimPolicy", "Delete") == "Delete":
+            shutil.rmtree(directory, ignore_errors=True)
+            print(f"removed {directory}", flush=True)
+        return
+    if not directory.exists():
+        print(f"created {directory}", flush=True)
+    ensure(directory)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    kubectl, kubeconfig, root = argv[0], argv[1], pathlib.Path(argv[2])
+    root.mkdir(parents=True, exist_ok=True)
+    while True:
+        # A watch ends now and then (API server timeout): start it again.
+        watch(kubectl, kubeconfig, root)
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

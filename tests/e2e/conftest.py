@@ -1,0 +1,95 @@
+"""Fixtures of the e2e suite: the operator from its image on the real node, and the model's sources.
+
+Needs the local cluster with its real node and the project's images imported into it
+(`make e2e-test` does all of that). Without them the tests FAIL with a message: they never skip.
+The operator's namespace and the models' namespace carry the annotations of node.real_namespace():
+their pods run on the real node (the kwok nodes keep every other pod).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from kubernetes import client
+from kubernetes import config as kube_config
+
+from e2e_helpers import (HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, REPO,
+                         SERVER_IMAGE, kubectl, node, sha256_of, wait_until)
+from puller_servers import FakeHub, FileServer, HubRepo
+
+
+
+@pytest.fixture(scope="session")
+def api():
+    if not os.path.exists(KUBECONFIG):
+        pytest.fail(f"no kubeconfig at {KUBECONFIG}: `make cluster-up REAL_NODE=1` first", pytrace=False)
+    nodes = kubectl("get", "nodes", "-o", "name", check=False)
+    if f"node/{node.NODE_NAME}" not in nodes.stdout.split():
+        pytest.fail(f"no real node in the cluster of {KUBECONFIG} ({nodes.stdout.strip() or nodes.stderr.strip()}): "
+                    "`make cluster-up REAL_NODE=1`", pytrace=False)
+    images = subprocess.run([str(REPO / "bin" / "crictl"), "--runtime-endpoint", f"unix://{node.CONTAINERD_SOCKET}",
+                             "images", "-o", "json"], capture_output=True, text=True, check=False).stdout
+    missing = [i for i in (IMG, PULLER_IMAGE, SERVER_IMAGE, node.PAUSE_IMAGE) if f'"{i}"' not in images]
+    if missing:
+        pytest.fail(f"images not in the real node's containerd: {missing}: `make images` (they are imported at "
+                    "`cluster-up REAL_NODE=1`)", pytrace=False)
+    if not MODEL_FILE.exists():
+        pytest.fail(f"no model at {MODEL_FILE}: `make model`", pytrace=False)
+    return kube_config.new_client_from_config(config_file=KUBECONFIG)
+
+
+@pytest.fixture(scope="session")
+def model_bytes():
+    return MODEL_FILE.read_bytes()
+
+
+@pytest.fixture(scope="session")
+def model_server(model_bytes):
+    """The GGUF over plain HTTP on the node's bridge address, where the pull Job's pod reaches this machine."""
+    with FileServer(host=node.NODE_IP) as server:
+        server.add(f"/models/{MODEL_FILE.name}", model_bytes)
+        yield server
+
+
+@pytest.fixture(scope="session")
+def hub(model_bytes):
+    """A Hub-compatible endpoint (the puller's test Hub) on the bridge address, holding the GGUF repo."""
+    repo = HubRepo(files={MODEL_FILE.name: model_bytes, "README.md": b"SmolLM2 135M Instruct, GGUF\n"})
+    with FakeHub({HUB_REPO: repo}, host=node.NODE_IP) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def operator(api, hub):
+    """`make deploy IMG=...`: the real manager Deployment, its RBAC, in llm-operator-system (restricted
+    Pod Security), told where the Hub is (LLMMODEL_HF_ENDPOINT). Undeployed at the end. The namespace
+    is made first with the real node's annotations; `make deploy` applies its own labels over it."""
+    kubectl("apply", "--server-side", "--field-manager=e2e", "-f", "-", input_text=json.dumps(node.real_namespace(OPERATOR_NAMESPACE)))
+    subprocess.run(["make", "--no-print-directory", "deploy", f"IMG={IMG}", f"KUBECONFIG={KUBECONFIG}"], cwd=REPO, check=True,
+                   capture_output=True, text=True)
+    kubectl("set", "env", "-n", OPERATOR_NAMESPACE, f"deployment/{MANAGER}", f"LLMMODEL_HF_ENDPOINT={hub.url}",
+            f"LLMMODEL_PULLER_IMAGE={PULLER_IMAGE}")
+    apps = client.AppsV1Api(api)
+
+    def describe():
+        return (kubectl("get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide", check=False).stdout
+                + kubectl("get", "events", "-n", OPERATOR_NAMESPACE, check=False).stdout[-3000:])
+
+    def available():
+        deployment = apps.read_namespaced_deployment(MANAGER, OPERATOR_NAMESPACE)
+        status = deployment.status
+        return (status.observed_generation == deployment.metadata.generation and status.updated_replicas == 1
+                and status.available_replicas == 1 and status.unavailable_replicas is None)
+
+    wait_until("the operator's manager to be available on the real node", available, 240, describe)
+    yield
+    subprocess.run(["make", "--no-print-directory", "undeploy", f"IMG={IMG}", f"KUBECONFIG={KUBECONFIG}", "UNDEPLOY_TIMEOUT=3m"],
+                   cwd=REPO, check=False, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def model_sha256():
+    return sha256_of(MODEL_FILE)

@@ -1,0 +1,99 @@
+"""Helpers of the e2e suite (tests/e2e): names, manifests, waiting, and the server's answer."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "hack"))
+sys.path.insert(0, str(REPO / "tests" / "testbed"))
+sys.path.insert(0, str(REPO / "puller" / "tests"))
+
+import node  # noqa: E402  (the real node's names and addresses)
+
+KUBECONFIG = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
+KUBECTL = str(REPO / "bin" / "kubectl")
+# The images a user would name; `make images` builds them and the node imports them (never pulled).
+IMG = os.environ.get("IMG", "ghcr.io/llm-operator/llm-operator:0.1.0")
+PULLER_IMAGE = os.environ.get("LLMMODEL_PULLER_IMAGE", "ghcr.io/llm-operator/llm-model-puller:0.1.0")
+SERVER_IMAGE = os.environ.get("LLAMA_SERVER_IMAGE", "ghcr.io/llm-operator/llama-server:0.7.0")
+MODEL_FILE = pathlib.Path(os.environ.get("LLM_E2E_MODEL", str(REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf")))
+OPERATOR_NAMESPACE = "llm-operator-system"
+MANAGER = "llm-operator-controller-manager"
+GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
+SERVED_NAME = "smollm2"
+HUB_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
+PORT = 8080
+
+
+def kubectl(*args: str, check: bool = True, timeout: float = 120, input_text: str | None = None) -> subprocess.CompletedProcess:
+    result = subprocess.run([KUBECTL, "--kubeconfig", KUBECONFIG, *args], capture_output=True, text=True,
+                            timeout=timeout, check=False, input=input_text)
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def wait_until(what: str, probe, timeout: float, describe=None, interval: float = 2.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            state = ""
+            if describe is not None:
+                try:
+                    state = f"\nlast seen:\n{describe()}"
+                except Exception as error:  # the description must not hide the timeout
+                    state = f"\n(could not describe the state: {error})"
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{state}", pytrace=False)
+        time.sleep(interval)
+
+
+def sha256_of(path: pathlib.Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def llmmodel(name: str, source: dict, model_path: str, purge: bool) -> dict:
+    """An LLMModel served by llama.cpp's server from the weights volume (SmolLM2 fits 2 cores)."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "LLMModel",
+        "metadata": {"name": name},
+        "spec": {
+            "source": source,
+            "serve": {
+                "image": SERVER_IMAGE,
+                "port": PORT,
+                "args": ["-m", f"/model-weights/{model_path}", "--host", "0.0.0.0", "--port", str(PORT),
+                         "-a", SERVED_NAME, "-c", "2048", "-t", "1"],
+                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+            },
+            "storageSize": "1Gi",
+            "purgeWeightsOnDelete": purge,
+        },
+    }
+
+
+def chat(cluster_ip: str, question: str) -> dict:
+    """POST /v1/chat/completions to the model's Service VIP (kube-proxy takes it to the pod)."""
+    body = json.dumps({"model": SERVED_NAME, "messages": [{"role": "user", "content": question}],
+                       "max_tokens": 24, "temperature": 0}).encode()
+    request = urllib.request.Request(f"http://{cluster_ip}:{PORT}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())

@@ -1,0 +1,160 @@
+"""The real lifecycle: the operator from its image pulls SmolLM2 into a real volume, llama.cpp's
+server answers a chat completion through the model's Service, and deletion keeps or removes the bytes
+as asked. Sources: a local HTTP server (URL + sha256) and a local Hub-compatible endpoint."""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from e2e_helpers import HUB_REPO, GROUP, MODEL_FILE, PLURAL, SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until
+
+QUESTION = "What is the capital of France? Answer in one word."
+
+
+@pytest.fixture(scope="module")
+def namespace(api, operator):
+    name = f"e2e-{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(api)
+    manifest = node.real_namespace(name)
+    manifest["metadata"]["labels"] = {"llm-operator-test": "e2e"}
+    core.create_namespace(manifest)
+    wait_until(f"the default ServiceAccount of {name}",
+               lambda: kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0, 30)
+    yield name
+    kubectl("delete", "llmmodels", "--all", "-n", name, "--timeout=180s", check=False, timeout=200)
+    core.delete_namespace(name)
+
+
+class Models:
+    def __init__(self, api, namespace):
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.batch = client.BatchV1Api(api)
+        self.namespace = namespace
+
+    def create(self, body):
+        return self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, body)
+
+    def get(self, name):
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+
+    def patch(self, name, spec):
+        return self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name, {"spec": spec})
+
+    def delete(self, name):
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+
+    def gone(self, name):
+        try:
+            self.get(name)
+        except ApiException as error:
+            return error.status == 404
+        return False
+
+    def describe(self, name):
+        out = kubectl("get", "llmmodels,jobs,pods,pvc,svc", "-n", self.namespace, "-o", "wide", check=False).stdout
+        try:
+            status = self.get(name).get("status", {})
+        except ApiException as error:
+            status = f"({error.status})"
+        events = kubectl("get", "events", "-n", self.namespace, "--sort-by=.lastTimestamp", check=False).stdout
+        return f"{out}\nstatus of {name}: {status}\nevents:\n{events[-4000:]}"
+
+    def wait_serving(self, name, timeout=420, on_poll=None):
+        def serving():
+            if on_poll is not None:
+                on_poll()
+            status = self.get(name).get("status", {})
+            ready = {c["type"]: c["status"] for c in status.get("conditions", [])}.get("Ready")
+            return status.get("phase") == "Serving" and ready == "True" and status
+
+        return wait_until(f"LLMModel {name} to be Serving and Ready", serving, timeout, lambda: self.describe(name))
+
+    def volume_dir(self, name) -> pathlib.Path:
+        claim = self.core.read_namespaced_persistent_volume_claim(f"{name}-weights", self.namespace)
+        volume = self.core.read_persistent_volume(claim.spec.volume_name)
+        return pathlib.Path(volume.spec.host_path.path)
+
+    def cluster_ip(self, name) -> str:
+        return self.core.read_namespaced_service(name, self.namespace).spec.cluster_ip
+
+    def job_exists(self, name) -> bool:
+        try:
+            self.batch.read_namespaced_job(f"{name}-pull", self.namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+
+def answer_of(models, name):
+    reply = chat(models.cluster_ip(name), QUESTION)
+    content = reply["choices"][0]["message"]["content"]
+    assert reply["model"] == SERVED_NAME, reply
+    assert content.strip(), f"an empty completion: {reply}"
+    assert reply["usage"]["completion_tokens"] > 0, reply
+    return content
+
+
+def test_url_model_serves_keeps_its_bytes_and_serves_again_without_a_pull(api, namespace, model_server, model_sha256):
+    models = Models(api, namespace)
+    name = "smollm-url"
+    path = f"/models/{MODEL_FILE.name}"
+    source = {"url": model_server.url + path, "sha256": model_sha256}
+    models.create(llmmodel(name, source, MODEL_FILE.name, purge=False))
+    status = models.wait_serving(name)
+    # The canonical source names the checksum too (a different sha256 is a different source).
+    assert status["weights"]["ready"] is True and status["weights"]["source"] == f"{source['url']}#sha256={model_sha256}", status
+    assert status["weights"]["revision"] == model_sha256, status
+    assert model_server.seen("GET", path), "the pull Job never asked the local server for the file"
+    print(f"\n{name} answered: {answer_of(models, name)!r}")
+
+    weights = models.volume_dir(name) / MODEL_FILE.name
+    assert sha256_of(weights) == model_sha256, "the volume does not hold the pulled bytes"
+    pulled_at, gets = weights.stat().st_mtime_ns, len(model_server.seen("GET", path))
+
+    # purgeWeightsOnDelete false: the model goes, its volume and the bytes stay.
+    models.delete(name)
+    wait_until(f"LLMModel {name} to be gone", lambda: models.gone(name), 240, lambda: models.describe(name))
+    claim = models.core.read_namespaced_persistent_volume_claim(f"{name}-weights", namespace)
+    assert claim.status.phase == "Bound" and not claim.metadata.deletion_timestamp, claim.status
+    assert sha256_of(weights) == model_sha256, "the kept volume lost its bytes"
+
+    # The same model again serves from the kept volume: no pull Job, no request to the source.
+    jobs_seen = []
+    models.create(llmmodel(name, source, MODEL_FILE.name, purge=False))
+    models.wait_serving(name, on_poll=lambda: jobs_seen.append(models.job_exists(name)))
+    assert not any(jobs_seen), "a pull Job ran although the kept volume holds the weights"
+    assert len(model_server.seen("GET", path)) == gets and weights.stat().st_mtime_ns == pulled_at
+    answer_of(models, name)
+
+    # purgeWeightsOnDelete true: the volume and its directory go with the model.
+    models.patch(name, {"purgeWeightsOnDelete": True})
+    volume_dir = models.volume_dir(name)
+    models.delete(name)
+    wait_until(f"LLMModel {name} and its volume to be gone",
+               lambda: models.gone(name) and not volume_dir.exists()
+               and kubectl("get", "pvc", f"{name}-weights", "-n", namespace, check=False).returncode != 0,
+               240, lambda: models.describe(name))
+
+
+def test_hub_model_is_pulled_through_the_configured_endpoint_and_answers(api, namespace, hub):
+    models = Models(api, namespace)
+    name = "smollm-hub"
+    models.create(llmmodel(name, {"huggingFaceRepo": HUB_REPO}, MODEL_FILE.name, purge=True))
+    status = models.wait_serving(name)
+    assert status["weights"]["source"] == f"hf://{HUB_REPO}@main", status
+    assert status["weights"]["revision"] == hub.repos[HUB_REPO].commit, status
+    assert hub.seen("GET"), "the pull never reached the Hub endpoint of LLMMODEL_HF_ENDPOINT"
+    print(f"\n{name} answered: {answer_of(models, name)!r}")
+    volume_dir = models.volume_dir(name)
+    assert (volume_dir / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    models.delete(name)
+    wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
+               240, lambda: models.describe(name))

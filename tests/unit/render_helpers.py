@@ -1,0 +1,99 @@
+"""Render the llmmodel role's objects without a cluster: the role's own tasks and templates, run by a
+real ansible-playbook (tests/unit/render/render.yml), with what a reconcile would read from the
+cluster given by each case. One playbook run renders every case of a test module; ansible-runner's
+job events carry the results."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import ansible_runner
+
+from unit_helpers import REPO, ROLE, VENV_BIN
+
+RENDER_PLAYBOOK = REPO / "tests" / "unit" / "render" / "render.yml"
+SOURCE_ANNOTATION = "inference.ai.example.com/weights-source"
+GIB = 1024**3
+
+
+def model(name="m", namespace="ns", generation=1, **serve):
+    """An LLMModel as the API server returns it, with spec.serve set to ``serve``."""
+    return {
+        "apiVersion": "inference.ai.example.com/v1alpha1",
+        "kind": "LLMModel",
+        "metadata": {"name": name, "namespace": namespace, "generation": generation, "uid": "u-1"},
+        "spec": {"source": {"huggingFaceRepo": "acme/tiny-chat"}, "serve": serve, "storageSize": "5Gi"},
+    }
+
+
+def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployment=None, server_ready=False):
+    """One rendering case: the object and what the reconcile observed."""
+    source = source_id(obj)
+    annotations = {SOURCE_ANNOTATION: source if weights_ready else ""}
+    annotations.update(pvc_annotations or {})
+    return {
+        "object": obj,
+        "pvc": {"metadata": {"name": obj["metadata"]["name"] + "-weights", "annotations": annotations}, "status": {"phase": "Bound"}},
+        "deployment": deployment or {},
+        "job_state": "absent",
+        "weights_ready": weights_ready,
+        "pulled": pulled or {},
+        "server_ready": server_ready,
+    }
+
+
+def pulled_by_pod(obj, record):
+    """A case whose completed pull pod left ``record`` (a dict, or a raw line) as its termination message."""
+    line = record if isinstance(record, str) else json.dumps(record)
+    result = case(obj)
+    del result["pulled"]
+    result["pull_pods"] = [{
+        "metadata": {"name": "p-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": 0, "message": line + "\n"}}}]},
+    }]
+    return result
+
+
+def source_id(obj):
+    source = obj["spec"]["source"]
+    if "huggingFaceRepo" in source:
+        return "hf://%s@%s" % (source["huggingFaceRepo"], source.get("revision", "main"))
+    return source["url"] + ("#sha256=" + source["sha256"] if "sha256" in source else "")
+
+
+def render(cases: dict, tmp_path) -> dict:
+    """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
+    env = {
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_GATHERING": "explicit",
+        "ANSIBLE_LOCALHOST_WARNING": "false",
+        "ANSIBLE_PYTHON_INTERPRETER": str(VENV_BIN / "python"),
+        # The role's plugins (filters, modules and their action plugins), which a role loads by itself but task
+        # files run alone do not.
+        "ANSIBLE_FILTER_PLUGINS": str(ROLE / "filter_plugins"),
+        "ANSIBLE_LIBRARY": str(ROLE / "library"),
+        "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins"),
+        "ANSIBLE_MODULE_UTILS": str(ROLE / "module_utils"),
+    }
+    # ansible-runner, as ansible-operator runs the role: the results come back as its job events.
+    runner = ansible_runner.run(
+        private_data_dir=str(tmp_path), playbook=str(RENDER_PLAYBOOK), inventory="localhost ansible_connection=local",
+        extravars={"render_cases": copy.deepcopy(cases), "render_role": str(ROLE)}, envvars=env, quiet=True, timeout=600,
+    )
+    failures = [e["event_data"].get("res", {}).get("msg") for e in runner.events if e["event"] == "runner_on_failed"]
+    assert runner.rc == 0, failures or runner.stdout.read()[-4000:]
+    rendered = {}
+    for event in runner.events:
+        data = event.get("event_data", {})
+        if event["event"] == "runner_on_ok" and data.get("task") == "Show the rendering":
+            result = data["res"]["msg"]
+            result["objects"] = {item["kind"]: item for item in result["objects"]}
+            rendered[result.pop("case")] = result
+    assert set(rendered) == set(cases)
+    return rendered
+
+
+def server_container(rendered):
+    return rendered["objects"]["Deployment"]["spec"]["template"]["spec"]["containers"][0]

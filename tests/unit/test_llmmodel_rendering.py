@@ -1,0 +1,278 @@
+"""What the role renders for spec.serve: runtime presets, the startup budget, replicas, autoscaling,
+the rollout strategy and status.server (templates/server.yaml.j2 and the object templates).
+
+Every case runs through the role's real tasks and templates in one ansible-playbook run
+(render_helpers.py); the assertions read the rendered manifests as the API server would get them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from render_helpers import GIB, case, model, pulled_by_pod, render, server_container
+
+FILE_ANNOTATION = "inference.ai.example.com/weights-file"
+BYTES_ANNOTATION = "inference.ai.example.com/weights-bytes"
+CHILDREN_ANNOTATION = "inference.ai.example.com/scaling-children"
+
+
+def url_model(url, **serve):
+    obj = model(**serve)
+    obj["spec"]["source"] = {"url": url}
+    return obj
+
+
+CASES = {
+    "custom": case(model(image="registry.example/server:1", port=8000, args=["--model", "/model-weights"])),
+    "custom with replicas": case(model(image="registry.example/server:1", port=8000, args=["--model", "/model-weights"], replicas=3)),
+    "vllm": case(model(runtime="vllm", args=["--max-model-len", "4096"])),
+    "vllm file": case(model(runtime="vllm", modelFile="q4/model.gguf", image="registry.example/vllm:2")),
+    "llamacpp from the pull": case(model(runtime="llamacpp"), pulled={"gguf": "tiny.Q4_K_M.gguf", "size": 3 * GIB}),
+    "llamacpp from the volume": case(
+        model(runtime="llamacpp", port=9000, args=["--ctx-size", "4096"]),
+        pvc_annotations={FILE_ANNOTATION: "kept.gguf", BYTES_ANNOTATION: str(100 * GIB)},
+    ),
+    "llamacpp from the url": case(url_model("https://models.example/dir/Tiny%2BChat.Q4.gguf?download=true", runtime="llamacpp")),
+    "llamacpp modelFile wins": case(model(runtime="llamacpp", modelFile="mine.gguf"), pulled={"gguf": "found.gguf", "size": GIB // 10}),
+    "llamacpp from the pod": pulled_by_pod(model(runtime="llamacpp"), {"source": "hf://acme/tiny-chat@main", "commit": "c0ffee",
+                                                                        "size": 2 * GIB, "gguf": "q4/m-00001-of-00002.gguf"}),
+    "llamacpp escaping record": pulled_by_pod(model(runtime="llamacpp"), {"commit": "c0ffee", "size": GIB, "gguf": "../../etc/x.gguf"}),
+    "llamacpp shell record": pulled_by_pod(model(runtime="llamacpp"), {"commit": "c0ffee", "size": GIB, "gguf": "$(reboot).gguf"}),
+    "llamacpp without a file": case(model(runtime="llamacpp"), pulled={"gguf": "", "size": GIB}),
+    "llamacpp escaping annotation": case(model(runtime="llamacpp"), pvc_annotations={FILE_ANNOTATION: "../../etc/shadow.gguf"}),
+    "llamacpp shell annotation": case(model(runtime="llamacpp"), pvc_annotations={FILE_ANNOTATION: "x.gguf; rm -rf /"}),
+    "ollama": case(model(runtime="ollama", modelFile="chat.gguf", startupTimeout="1h30m")),
+    "ollama health override": case(model(runtime="ollama", modelFile="chat.gguf", healthPath="/", port=8000)),
+    "rwx": case({**model(runtime="vllm", replicas=2), "spec": {**model(runtime="vllm", replicas=2)["spec"], "storageAccessMode": "ReadWriteMany"}}),
+    "autoscaling new": case(model(runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 5})),
+    "autoscaling live": case(
+        model(runtime="vllm", autoscaling={"maxReplicas": 5, "metric": {"name": "vllm:num_requests_waiting", "averageValue": "5"}}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 4}},
+    ),
+    "autoscaling above max": case(
+        model(runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 5}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 9}},
+    ),
+    "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
+    "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, pulled={"gguf": "x.gguf", "size": GIB}),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    return render(CASES, tmp_path_factory.mktemp("render"))
+
+
+def probes(container):
+    return {kind: container[kind] for kind in ("startupProbe", "livenessProbe", "readinessProbe")}
+
+
+def test_custom_is_the_spec_as_given(rendered):
+    result = rendered["custom"]
+    server = server_container(result)
+    deployment = result["objects"]["Deployment"]
+    assert server["image"] == "registry.example/server:1"
+    assert "command" not in server and "env" not in server
+    assert server["args"] == ["--model", "/model-weights"]
+    assert server["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    assert {probe["httpGet"]["path"] for probe in probes(server).values()} == {"/health"}
+    assert server["startupProbe"]["periodSeconds"] * server["startupProbe"]["failureThreshold"] == 1800
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert "affinity" not in deployment["spec"]["template"]["spec"]
+    assert CHILDREN_ANNOTATION not in deployment["metadata"]["annotations"]
+    assert set(result["objects"]) == {"PersistentVolumeClaim", "Deployment", "Service"}
+    assert result["state"]["status"]["server"]["runtime"] == "custom"
+
+
+def test_scaling_does_not_change_the_configuration_hash(rendered):
+    assert rendered["custom"]["hash"] == rendered["custom with replicas"]["hash"]
+    assert rendered["custom"]["hash"] != rendered["vllm"]["hash"]
+
+
+def test_vllm_serves_the_directory_under_the_model_name_then_the_users_args(rendered):
+    server = server_container(rendered["vllm"])
+    assert server["image"] == "vllm/vllm-openai:v0.11.0"
+    assert server["command"] == ["vllm", "serve"]
+    assert server["args"] == [
+        "/model-weights", "--served-model-name", "m", "--host", "0.0.0.0", "--port", "8000", "--max-model-len", "4096",
+    ]
+    assert server["ports"][0]["containerPort"] == 8000
+    assert server["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert rendered["vllm"]["objects"]["Service"]["spec"]["ports"][0]["port"] == 8000
+    assert rendered["vllm"]["state"]["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"
+
+
+def test_vllm_with_a_model_file_and_an_image_of_ones_own(rendered):
+    server = server_container(rendered["vllm file"])
+    assert server["image"] == "registry.example/vllm:2"
+    assert server["args"][0] == "/model-weights/q4/model.gguf"
+
+
+def test_llamacpp_loads_the_gguf_the_pull_found(rendered):
+    result = rendered["llamacpp from the pull"]
+    server = server_container(result)
+    assert server["image"] == "ghcr.io/ggml-org/llama.cpp:server-b7131"
+    assert "command" not in server
+    assert server["args"] == ["--model", "/model-weights/tiny.Q4_K_M.gguf", "--alias", "m", "--host", "0.0.0.0", "--port", "8080"]
+    assert server["ports"][0]["containerPort"] == 8080
+    assert result["objects"]["Service"]["spec"]["ports"][0]["port"] == 8080
+    # Recorded on the volume, so a later reconcile or a new model reusing it finds the same file.
+    annotations = result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"]
+    assert annotations[FILE_ANNOTATION] == "tiny.Q4_K_M.gguf"
+    assert annotations[BYTES_ANNOTATION] == str(3 * GIB)
+    assert result["state"]["status"]["server"]["modelFile"] == "tiny.Q4_K_M.gguf"
+
+
+def test_llamacpp_reads_the_pull_pods_record(rendered):
+    result = rendered["llamacpp from the pod"]
+    assert server_container(result)["args"][1] == "/model-weights/q4/m-00001-of-00002.gguf"
+    assert server_container(result)["startupProbe"]["failureThreshold"] == 42  # 300 s + 2 x 60 s
+    assert result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"][BYTES_ANNOTATION] == str(2 * GIB)
+
+
+def test_llamacpp_reads_the_volumes_record_and_the_users_port(rendered):
+    result = rendered["llamacpp from the volume"]
+    server = server_container(result)
+    assert server["args"] == [
+        "--model", "/model-weights/kept.gguf", "--alias", "m", "--host", "0.0.0.0", "--port", "9000", "--ctx-size", "4096",
+    ]
+    assert server["ports"][0]["containerPort"] == 9000
+    assert result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"][FILE_ANNOTATION] == "kept.gguf"
+
+
+def test_llamacpp_takes_a_url_sources_file_name(rendered):
+    assert server_container(rendered["llamacpp from the url"])["args"][1] == "/model-weights/Tiny+Chat.Q4.gguf"
+
+
+def test_model_file_overrides_what_the_pull_found(rendered):
+    assert server_container(rendered["llamacpp modelFile wins"])["args"][1] == "/model-weights/mine.gguf"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["llamacpp without a file", "llamacpp escaping annotation", "llamacpp shell annotation", "llamacpp escaping record", "llamacpp shell record"],
+)
+def test_llamacpp_without_a_usable_file_deploys_nothing_and_says_what_to_set(rendered, name):
+    result = rendered[name]
+    assert "Deployment" not in result["objects"]
+    ready = next(c for c in result["state"]["conditions"] if c["type"] == "Ready")
+    assert result["state"]["status"]["phase"] == "Failed"
+    assert ready["status"] == "False" and ready["reason"] == "ModelFileUnknown"
+    assert "set spec.serve.modelFile" in result["state"]["status"]["message"]
+    assert result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"][FILE_ANNOTATION] == ""
+
+
+def test_ollama_creates_the_model_in_an_init_container_then_serves(rendered):
+    pod = rendered["ollama"]["objects"]["Deployment"]["spec"]["template"]["spec"]
+    server, init = pod["containers"][0], pod["initContainers"][0]
+    assert server["image"] == init["image"] == "ollama/ollama:0.13.5"
+    assert server["args"] == ["serve"]
+    assert {e["name"]: e["value"] for e in server["env"]} == {"OLLAMA_HOST": "0.0.0.0:11434", "OLLAMA_MODELS": "/ollama-models"}
+    assert server["ports"][0]["containerPort"] == 11434
+    assert {probe["httpGet"]["path"] for probe in probes(server).values()} == {"/api/version"}
+    init_env = {e["name"]: e["value"] for e in init["env"]}
+    assert init_env["LLMMODEL_MODEL_PATH"] == "/model-weights/chat.gguf"
+    assert init_env["LLMMODEL_SERVED_NAME"] == "m"
+    assert init["command"][:2] == ["/bin/sh", "-c"]
+    assert 'ollama create "$LLMMODEL_SERVED_NAME"' in init["command"][2]
+    mounts = {m["name"]: m for m in init["volumeMounts"]}
+    assert mounts["weights"]["readOnly"] is True and "readOnly" not in mounts["ollama-models"]
+    assert {"name": "ollama-models", "emptyDir": {}} in pod["volumes"]
+
+
+def test_ollama_overrides(rendered):
+    server = server_container(rendered["ollama health override"])
+    assert server["readinessProbe"]["httpGet"]["path"] == "/"
+    assert {e["name"]: e["value"] for e in server["env"]}["OLLAMA_HOST"] == "0.0.0.0:8000"
+
+
+@pytest.mark.parametrize(
+    "name, seconds, reason",
+    [
+        ("custom", 1800, "not recorded"),
+        ("llamacpp from the pull", 480, "3.0 GiB of weights"),
+        ("llamacpp modelFile wins", 310, "0.1 GiB of weights"),
+        ("llamacpp from the volume", 3600, "100.0 GiB of weights"),
+        ("ollama", 5400, "spec.serve.startupTimeout"),
+    ],
+)
+def test_startup_budget(rendered, name, seconds, reason):
+    server = server_container(rendered[name])
+    startup = server["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] == seconds
+    # Liveness and readiness keep short periods: the startup probe holds them off until it passes.
+    assert server["livenessProbe"]["failureThreshold"] * server["livenessProbe"]["periodSeconds"] == 30
+    status = rendered[name]["state"]["status"]["server"]
+    assert status["startupBudgetSeconds"] == seconds
+    assert reason in status["startupBudgetReason"]
+
+
+def test_several_replicas_roll_one_at_a_time_on_the_volumes_node_with_a_budget(rendered):
+    result = rendered["custom with replicas"]
+    deployment = result["objects"]["Deployment"]
+    assert deployment["spec"]["replicas"] == 3
+    assert deployment["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    affinity = deployment["spec"]["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert affinity == [{
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]},
+    }]
+    pdb = result["objects"]["PodDisruptionBudget"]
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}}
+    assert "HorizontalPodAutoscaler" not in result["objects"]
+    assert deployment["metadata"]["annotations"][CHILDREN_ANNOTATION] == "PodDisruptionBudget"
+    status = result["state"]["status"]["server"]
+    assert status["strategy"] == "RollingUpdate" and "maxSurge 0" in status["strategyReason"]
+    assert status["replicas"] == 3
+    assert rendered["custom"]["state"]["status"]["server"]["strategy"] == "Recreate"
+
+
+def test_read_write_many_needs_no_affinity(rendered):
+    result = rendered["rwx"]
+    assert "affinity" not in result["objects"]["Deployment"]["spec"]["template"]["spec"]
+    assert result["objects"]["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert "PodDisruptionBudget" in result["objects"]
+
+
+def test_autoscaling_creates_an_hpa_and_starts_at_its_minimum(rendered):
+    result = rendered["autoscaling new"]
+    hpa = result["objects"]["HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 5)
+    assert hpa["spec"]["metrics"] == [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
+    ]
+    deployment = result["objects"]["Deployment"]
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["metadata"]["annotations"][CHILDREN_ANNOTATION] == "HorizontalPodAutoscaler,PodDisruptionBudget"
+    status = result["state"]["status"]["server"]
+    assert status["replicas"] is None and status["autoscaling"] == "HPA m, 2-5 replicas"
+
+
+def test_autoscaling_keeps_the_replicas_the_hpa_set(rendered):
+    result = rendered["autoscaling live"]
+    assert result["objects"]["Deployment"]["spec"]["replicas"] == 4
+    assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["metrics"] == [
+        {"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_waiting"}, "target": {"type": "AverageValue", "averageValue": "5"}}}
+    ]
+    assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["minReplicas"] == 1
+
+
+def test_autoscaling_brings_the_kept_count_into_its_range(rendered):
+    assert rendered["autoscaling above max"]["objects"]["Deployment"]["spec"]["replicas"] == 5
+
+
+def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):
+    result = rendered["autoscaling one"]
+    assert "PodDisruptionBudget" not in result["objects"]
+    assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+    assert result["objects"]["Deployment"]["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_nothing_about_the_server_while_the_weights_are_missing(rendered):
+    result = rendered["weights not ready"]
+    assert set(result["objects"]) == {"PersistentVolumeClaim"}
+    annotations = result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"]
+    assert annotations[FILE_ANNOTATION] == "" and annotations[BYTES_ANNOTATION] == ""
+    assert "server" not in result["state"]["status"]

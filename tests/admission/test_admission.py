@@ -156,6 +156,26 @@ INVALID = {
         with_serve(nodeSelector={"gpu": {"type": "a100"}}),
         "spec.serve.nodeSelector.gpu: Invalid value",
     ),
+    "nodeSelector key not a label key": (
+        with_serve(nodeSelector={"模型": "a100"}),
+        "spec.serve.nodeSelector keys must be label keys",
+    ),
+    "nodeSelector key with a slash but no prefix": (
+        with_serve(nodeSelector={"/gpu": "a100"}),
+        "spec.serve.nodeSelector keys must be label keys",
+    ),
+    "nodeSelector value not a label value": (
+        with_serve(nodeSelector={"gpu": "a100 $(id)"}),
+        "spec.serve.nodeSelector values must be label values",
+    ),
+    "resources limit key not a resource name": (
+        with_serve(resources={"limits": {"{{ 7*6 }}": "1"}}),
+        "spec.serve.resources.limits keys must be resource names",
+    ),
+    "resources request key without a domain": (
+        with_serve(resources={"requests": {"gpu": "1"}}),
+        "spec.serve.resources.requests keys must be resource names",
+    ),
     "storageSize not a quantity": (
         llmmodel(storageSize="lots"),
         "spec.storageSize must be a quantity greater than zero",
@@ -207,8 +227,9 @@ VALID = {
             "port": 65535,
             "gpuCount": 1,
             "args": ["--model", "/model-weights"],
-            "resources": {"requests": {"cpu": "500m", "memory": 1073741824}, "limits": {"memory": "8Gi"}},
-            "nodeSelector": {"nvidia.com/gpu.present": "true"},
+            "resources": {"requests": {"cpu": "500m", "memory": 1073741824, "hugepages-2Mi": "1Gi"},
+                          "limits": {"memory": "8Gi", "hugepages-2Mi": "1Gi", "example.com/fpga": 1}},
+            "nodeSelector": {"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux", "pool": ""},
         },
         storageSize=10737418240,
         storageClass="",

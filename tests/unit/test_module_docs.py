@@ -20,8 +20,9 @@ def role_fragments():
     return fragment_loader
 
 
-def documented(options: dict) -> dict:
-    """What a module's documentation says about each option, in argument-spec terms."""
+def summary(options: dict, nested: str) -> dict:
+    """What a caller needs to know of each option, read from a module's documentation (suboptions
+    under ``nested="suboptions"``) or from its argument spec (``nested="options"``)."""
     return {
         name: {
             "type": option.get("type", "str"),
@@ -29,23 +30,9 @@ def documented(options: dict) -> dict:
             "default": option.get("default"),
             "choices": option.get("choices"),
             "aliases": option.get("aliases"),
-            "options": documented(option["suboptions"]) if "suboptions" in option else None,
+            "options": summary(option[nested], nested) if nested in option else None,
         }
         for name, option in options.items()
-    }
-
-
-def specified(spec: dict) -> dict:
-    return {
-        name: {
-            "type": option.get("type", "str"),
-            "required": option.get("required", False),
-            "default": option.get("default"),
-            "choices": option.get("choices"),
-            "aliases": option.get("aliases"),
-            "options": specified(option["options"]) if "options" in option else None,
-        }
-        for name, option in spec.items()
     }
 
 
@@ -53,4 +40,4 @@ def specified(spec: dict) -> dict:
 def test_documentation_lists_the_argument_spec(role_fragments, name):
     doc = get_docstring(str(LIBRARY / (name + ".py")), role_fragments, is_module=True)[0]
     assert doc, "%s: DOCUMENTATION did not parse" % name
-    assert documented(doc["options"]) == specified(load_library_module(name).ARGUMENT_SPEC)
+    assert summary(doc["options"], "suboptions") == summary(load_library_module(name).ARGUMENT_SPEC, "options")

@@ -19,15 +19,9 @@ description:
     whole.
   - Objects are created with POST, so under ansible-operator its proxy adds the owner reference
     and the dependent watch, as it does for M(kubernetes.core.k8s).
-  - The role runs it through its action plugin of the same name, inside C(ansible-playbook), so no
-    module process per reconcile. Run as a plain module it behaves the same.
 version_added: "0.2.0"
-author:
-  - llm-operator maintainers
-requirements:
-  - kubernetes >= 24.2.0 (Python client)
 extends_documentation_fragment:
-  - llmmodel_connection
+  - llmmodel_kubernetes
 options:
   definitions:
     description: The manifests, each with C(apiVersion), C(kind), C(metadata.name) and, for namespaced kinds, C(metadata.namespace).

@@ -17,15 +17,9 @@ description:
   - Then, with O(wait_gone), lists the objects it names (by label selector or name) until none is left
     or O(wait_gone.timeout) seconds have passed, and returns the names still there. It never waits longer;
     what to do about objects that remain (requeue) is the caller's decision.
-  - The role runs it through its action plugin of the same name, inside C(ansible-playbook), so no module
-    process per reconcile. Run as a plain module it behaves the same.
 version_added: "0.3.0"
-author:
-  - llm-operator maintainers
-requirements:
-  - kubernetes >= 24.2.0 (Python client)
 extends_documentation_fragment:
-  - llmmodel_connection
+  - llmmodel_kubernetes
 options:
   objects:
     description: The objects to delete or patch, in order.

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The connection options of the role's Kubernetes modules (module_utils/llmmodel_client.py CONNECTION_SPEC).
+"""What the documentation of the role's Kubernetes modules shares: the connection options
+(module_utils/llmmodel_client.py CONNECTION_SPEC), the client they need, how the role runs them.
 
 ansible-playbook adds a role's doc_fragments/ when it loads the role; ansible-doc needs to be told:
 ANSIBLE_DOC_FRAGMENT_PLUGINS=roles/llmmodel/doc_fragments ansible-doc -M roles/llmmodel/library llmmodel_apply
@@ -9,9 +10,17 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    """Modules add these options with ``extends_documentation_fragment: [llmmodel_connection]``."""
+    """A module takes it with ``extends_documentation_fragment: [llmmodel_kubernetes]``."""
 
     DOCUMENTATION = r"""
+author:
+  - llm-operator maintainers
+requirements:
+  - kubernetes >= 24.2.0 (Python client)
+notes:
+  - The role runs the module through its action plugin of the same name, which calls the same code
+    inside the C(ansible-playbook) process (no module process, no second import of the Kubernetes
+    client). Run as a plain module it behaves the same.
 options:
   kubeconfig:
     description:

@@ -8,15 +8,14 @@ printed with the curl command that a user can repeat.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import pathlib
 import subprocess
 import sys
 import time
 
 import node
+import fetch_model  # the sha256 of a file, as `make model` checks it
 
 NAMESPACE = os.environ.get("LLM_DEMO_REAL_NAMESPACE", "llm-demo-real")
 MODEL_FILE = node.MODELS_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -24,14 +23,6 @@ SERVER_IMAGE = os.environ.get("LLAMA_SERVER_IMAGE", "ghcr.io/llm-operator/llama-
 TIMEOUT = float(os.environ.get("LLM_DEMO_REAL_TIMEOUT", "600"))
 PORT = 8080
 QUESTION = "What is the capital of France? Answer in one short sentence."
-
-
-def sha256_of(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def model(sha256: str) -> dict:
@@ -62,7 +53,7 @@ def main(kubectl_command: list[str]) -> None:
         sys.exit(f"demo: no {MODEL_FILE}: `make model` fetches it")
     print(f"\ndemo: the real node: serving {MODEL_FILE.name} with llama.cpp in namespace {NAMESPACE}", flush=True)
     kubectl("apply", "-f", "-", stdin=json.dumps(node.real_namespace(NAMESPACE)))
-    kubectl("apply", "-f", "-", stdin=json.dumps(model(sha256_of(MODEL_FILE))))
+    kubectl("apply", "-f", "-", stdin=json.dumps(model(fetch_model.sha256(MODEL_FILE))))
     deadline, last = time.monotonic() + TIMEOUT, ""
     while True:
         status = json.loads(kubectl("get", "llmmodel", "smollm2", "-n", NAMESPACE, "-o", "json")).get("status", {})

@@ -13,21 +13,31 @@ import os
 ANSIBLE_PROGRAMS = ("ansible-runner", "ansible-playbook")
 
 
-def parents() -> dict[int, int]:
-    """pid -> parent pid of every process that can be read."""
+def stat(pid: int) -> tuple[str, list[str]] | None:
+    """The command name of pid and the fields of /proc/PID/stat after it (state, ppid, ... rss), or
+    None when it cannot be read (it ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    # The command name is in parentheses and may itself hold spaces or parentheses.
+    close = raw.rfind(")")
+    return raw[raw.find("(") + 1:close], raw[close + 2:].split()
+
+
+def stats() -> dict[int, tuple[str, list[str]]]:
+    """pid -> stat(pid) of every process that can be read."""
     table = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                raw = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        # The command name is in parentheses and may itself hold spaces or parentheses.
-        fields = raw[raw.rfind(")") + 2:].split()
-        table[int(entry.name)] = int(fields[1])
+        if entry.name.isdigit() and (found := stat(int(entry.name))) is not None:
+            table[int(entry.name)] = found
     return table
+
+
+def parents() -> dict[int, int]:
+    """pid -> parent pid of every process that can be read."""
+    return {pid: int(fields[1]) for pid, (_, fields) in stats().items()}
 
 
 def descendants(root: int, table: dict[int, int] | None = None) -> list[int]:
@@ -46,12 +56,8 @@ def descendants(root: int, table: dict[int, int] | None = None) -> list[int]:
 
 def alive(pid: int) -> bool:
     """Whether pid runs (a zombie, ended but not yet reaped, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read().decode(errors="replace")
-    except OSError:
-        return False
-    return raw[raw.rfind(")") + 2:].split()[0] != "Z"
+    found = stat(pid)
+    return found is not None and found[1][0] != "Z"
 
 
 def command_line(pid: int) -> str:

@@ -3,10 +3,11 @@ API server and the operator."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import urllib.request
+
+import proctree
 
 from .common import CLK_TCK, MiB, OPERATOR_METRICS, PAGE, kubectl
 from .parsing import API_METRICS, parse_metrics
@@ -28,25 +29,16 @@ def scrape_operator() -> dict:
 
 
 def proc_table() -> dict[int, dict]:
-    table = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                raw = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        close = raw.rfind(")")
-        fields = raw[close + 2:].split()
-        table[int(entry.name)] = {
-            "comm": raw[raw.find("(") + 1:close],
+    return {
+        pid: {
+            "comm": comm,
             "ppid": int(fields[1]),
             "cpu_ticks": int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14]),
             "own_ticks": int(fields[11]) + int(fields[12]),
             "rss": int(fields[21]) * PAGE,
         }
-    return table
+        for pid, (comm, fields) in proctree.stats().items()
+    }
 
 
 def pss(pid: int) -> int:
@@ -61,26 +53,13 @@ def pss(pid: int) -> int:
     return 0
 
 
-def tree_of(root: int, table: dict[int, dict]) -> list[int]:
-    """root and all its descendants (ansible-runner starts ansible-playbook in a session of its own,
-    so the process group or session is not enough)."""
-    children = {}
-    for pid, info in table.items():
-        children.setdefault(info["ppid"], []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            found.append(pid)
-            todo.extend(children.get(pid, []))
-    return found
-
-
 def tree_usage(root: int) -> dict:
     """RSS (bytes) and CPU seconds of the tree. CPU counts each live process's own time plus that of
     the children it has reaped (cutime/cstime), so a process that came and went is still counted."""
     table = proc_table()
-    pids = tree_of(root, table)
+    # root and all below it (ansible-runner starts ansible-playbook in a session of its own, so the
+    # process group or session is not enough).
+    pids = ([root] if root in table else []) + proctree.descendants(root, {pid: info["ppid"] for pid, info in table.items()})
     # root is the supervisor (hack/operator_supervisor.py); "itself" is ansible-operator below it.
     itself = next((p for p in pids if table[p]["comm"].startswith("ansible-operat")), root)
     return {

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import os
 import pathlib
 import subprocess
 import sys
-import time
 import urllib.request
-
-import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "hack"))
@@ -19,6 +16,8 @@ sys.path.insert(0, str(REPO / "tests" / "testbed"))
 sys.path.insert(0, str(REPO / "puller" / "tests"))
 
 import node  # noqa: E402  (the real node's names and addresses)
+from fetch_model import sha256 as sha256_of  # noqa: E402,F401  (the tests hash the model file and the volume's copy)
+from testbed_helpers import wait_until as poll_until  # noqa: E402
 
 KUBECONFIG = os.environ.get("KUBECONFIG") or str(REPO / ".cluster" / "kubeconfig")
 KUBECTL = str(REPO / "bin" / "kubectl")
@@ -33,6 +32,8 @@ GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
 SERVED_NAME = "smollm2"
 HUB_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
 PORT = 8080
+# The probes here run kubectl or ask the model server: every 2 s is often enough.
+wait_until = functools.partial(poll_until, interval=2.0)
 
 
 def kubectl(*args: str, check: bool = True, timeout: float = 120, input_text: str | None = None) -> subprocess.CompletedProcess:
@@ -41,31 +42,6 @@ def kubectl(*args: str, check: bool = True, timeout: float = 120, input_text: st
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
     return result
-
-
-def wait_until(what: str, probe, timeout: float, describe=None, interval: float = 2.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            state = ""
-            if describe is not None:
-                try:
-                    state = f"\nlast seen:\n{describe()}"
-                except Exception as error:  # the description must not hide the timeout
-                    state = f"\n(could not describe the state: {error})"
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{state}", pytrace=False)
-        time.sleep(interval)
-
-
-def sha256_of(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def llmmodel(name: str, source: dict, model_path: str, purge: bool) -> dict:

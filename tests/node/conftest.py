@@ -7,15 +7,12 @@ Each test gets a namespace of its own (label llm-operator-test=node), deleted af
 from __future__ import annotations
 
 import os
-import re
-import uuid
 
 import pytest
 from kubernetes import config as kube_config
-from kubernetes.client.rest import ApiException
 
 from node_helpers import node  # noqa: F401  (sets sys.path for the imports below)
-from testbed_helpers import KUBECONFIG, NAMESPACE_LABEL, Kube, gone, wait_until
+from testbed_helpers import KUBECONFIG, Kube, fresh_namespace
 
 
 @pytest.fixture(scope="session")
@@ -36,17 +33,8 @@ def kube():
 
 @pytest.fixture
 def namespace(kube, request):
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_")).strip("-")[:40].strip("-")
-    name = f"nd-{slug}-{uuid.uuid4().hex[:6]}"
-    kube.core.create_namespace({"metadata": {"name": name, "labels": {NAMESPACE_LABEL: "node"}}})
-    wait_until(f"the default ServiceAccount of {name}",
-               lambda: not gone(lambda: kube.core.read_namespaced_service_account("default", name)), 30)
-    yield name
-    try:
-        kube.core.delete_namespace(name)
-    except ApiException as error:
-        if error.status != 404:
-            raise
+    with fresh_namespace(kube, request.node.name, "nd", "node") as name:
+        yield name
 
 
 def pytest_configure(config):

@@ -13,10 +13,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 
 import pytest
+from process_helpers import assert_all_gone, wait_for
 from process_paths import REPO
 
 import proctree
@@ -54,16 +54,6 @@ def playbooks_under(root: int) -> list[int]:
     return [pid for pid in proctree.descendants(root, table) if pid in proctree.ansible_processes()]
 
 
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {what}")
-
-
 @pytest.fixture
 def operator(tmp_path):
     """Start the real operator watching one fresh namespace; yields (namespace, supervisor pid, start)."""
@@ -92,11 +82,6 @@ def in_flight_reconcile(namespace: str, supervisor: int, name: str) -> tuple[lis
     return proctree.descendants(supervisor), playbooks
 
 
-def assert_tree_gone(pids: list[int]) -> None:
-    wait_for(lambda: not [p for p in pids if proctree.alive(p)], 15,
-             "every process of the operator's tree ended")
-
-
 def test_sigkill_of_ansible_operator_mid_reconcile_leaves_no_ansible_process(operator):
     namespace, start, pidfile = operator
     supervisor = start()
@@ -106,7 +91,7 @@ def test_sigkill_of_ansible_operator_mid_reconcile_leaves_no_ansible_process(ope
 
     os.kill(ansible_operator[0], signal.SIGKILL)
 
-    assert_tree_gone([*tree, *playbooks, supervisor])
+    assert_all_gone([*tree, *playbooks, supervisor], 15)
     assert not set(proctree.ansible_processes()) & set(tree + playbooks)
     assert not pidfile.exists()
 

@@ -12,9 +12,9 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
+from process_helpers import assert_all_gone, wait_for
 from process_paths import HACK
 
 import proctree
@@ -44,25 +44,10 @@ def operator_script(serve_port: int | None = None) -> str:
     )
 
 
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {what}")
-
-
 def tree_of_three(root: int) -> list[int]:
     """The supervisor's descendants once operator, runner and playbook all run."""
     return wait_for(lambda: (lambda d: d if len(d) >= 3 else None)(proctree.descendants(root)), 15,
                     "the operator, its runner and its playbook started")
-
-
-def assert_all_gone(pids: list[int], timeout: float = 10) -> None:
-    wait_for(lambda: not [p for p in pids if proctree.alive(p)], timeout,
-             f"every process of the tree ended; alive: {[p for p in pids if proctree.alive(p)]}")
 
 
 @pytest.fixture
@@ -95,7 +80,7 @@ def test_sigkill_of_the_operator_ends_runner_and_orphaned_playbook(supervised):
 
     os.kill(operator, signal.SIGKILL)
 
-    assert_all_gone([operator, runner, playbook])
+    assert_all_gone([operator, runner, playbook], 10)
     assert supervisor.wait(10) == 128 + signal.SIGKILL
     err = supervisor.stderr.read()
     assert "the operator ended (SIGKILL); ended 2 process(es) it left behind" in err, err
@@ -107,7 +92,7 @@ def test_sigterm_to_the_supervisor_stops_everything(supervised):
 
     supervisor.send_signal(signal.SIGTERM)
 
-    assert_all_gone(tree)
+    assert_all_gone(tree, 10)
     # The stand-in operator dies of the SIGTERM its group got; the playbook ignored it and was killed.
     assert supervisor.wait(10) == 128 + signal.SIGTERM
     assert "SIGTERM: stopping the operator" in supervisor.stderr.read()

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 import time
-import uuid
 import warnings
 
 import pytest
 from kubernetes import config as kube_config
-from kubernetes.client.rest import ApiException
 
-from testbed_helpers import KUBECONFIG, NAMESPACE_LABEL, Kube, gone, wait_until
+from testbed_helpers import KUBECONFIG, Kube, fresh_namespace, gone
 
 
 def pytest_configure(config):
@@ -84,19 +81,6 @@ def namespace(kube, _namespaces, request):
 
     Deleted after the test, with everything in it; a test may delete it itself.
     """
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_")).strip("-")[:40].strip("-")
-    name = f"tb-{slug}-{uuid.uuid4().hex[:6]}"
-    kube.core.create_namespace({"metadata": {"name": name, "labels": {NAMESPACE_LABEL: "testbed"}}})
-    _namespaces.append(name)
-    # The ServiceAccount admission plugin rejects pods until the namespace's "default" account exists.
-    wait_until(
-        f"the default ServiceAccount of namespace {name}",
-        lambda: not gone(lambda: kube.core.read_namespaced_service_account("default", name)),
-        30,
-    )
-    yield name
-    try:
-        kube.core.delete_namespace(name)
-    except ApiException as error:
-        if error.status != 404:
-            raise
+    with fresh_namespace(kube, request.node.name, "tb", "testbed") as name:
+        _namespaces.append(name)
+        yield name

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
+import re
 import subprocess
 import time
+import uuid
 
 import pytest
 from kubernetes import client
@@ -53,6 +56,26 @@ def gone(read):
             return True
         raise
     return False
+
+
+@contextlib.contextmanager
+def fresh_namespace(kube, test_name, prefix, suite):
+    """A fresh namespace named after the test, labelled NAMESPACE_LABEL=suite, whose default ServiceAccount
+    exists (so pods can be created); deleted on leaving, a 404 included (a test may delete it itself)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower().removeprefix("test_")).strip("-")[:40].strip("-")
+    name = f"{prefix}-{slug}-{uuid.uuid4().hex[:6]}"
+    kube.core.create_namespace({"metadata": {"name": name, "labels": {NAMESPACE_LABEL: suite}}})
+    try:
+        # The ServiceAccount admission plugin rejects pods until the namespace's "default" account exists.
+        wait_until(f"the default ServiceAccount of namespace {name}",
+                   lambda: not gone(lambda: kube.core.read_namespaced_service_account("default", name)), 30)
+        yield name
+    finally:
+        try:
+            kube.core.delete_namespace(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
 
 
 class Kube:

@@ -12,7 +12,8 @@ import pytest
 from kubernetes import config as k8s_config
 from kubernetes.client import ApiClient, Configuration, VersionApi
 from kubernetes.dynamic import DynamicClient
-from unit_helpers import REPO, ROLE, VENV_BIN, module_args
+from kubernetes.dynamic.exceptions import NotFoundError
+from unit_helpers import REPO, ROLE, VENV_BIN, module_args, task_results
 
 
 def pytest_configure(config):
@@ -69,6 +70,21 @@ def run_probe_role(tmp_path):
     return run
 
 
+@pytest.fixture
+def run_role_twice(run_probe_role, kubeconfig):
+    """Run ``tasks`` twice through ``run_probe_role`` with the kubeconfig in K8S_AUTH_KUBECONFIG, as
+    ansible-operator sets it; both runs must succeed. Returns the ``changed`` of each task of ``action``,
+    one list per run, and the second run's events."""
+
+    def run(tasks: str, action: str):
+        env = {"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig}
+        runs = [run_probe_role(tasks, env=env) for _ in range(2)]
+        assert all(completed.returncode == 0 for completed, _ in runs), "".join(completed.stdout for completed, _ in runs)
+        return [[res["changed"] for _, res in task_results(events, action)] for _, events in runs], runs[1][1]
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def kubeconfig():
     """The kubeconfig of a reachable cluster; FAILS (never skips) when there is none."""
@@ -91,3 +107,29 @@ def dynamic(kubeconfig):
     configuration = Configuration()
     k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration, persist_config=False)
     return DynamicClient(ApiClient(configuration))
+
+
+@pytest.fixture
+def namespace(dynamic):
+    """A namespace of its own for one cluster test, deleted at the end."""
+    namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")
+    name = "llmunit-%s" % uuid.uuid4().hex[:8]
+    namespaces.create(body={"metadata": {"name": name}})
+    yield name
+    try:
+        namespaces.delete(name=name)
+    except NotFoundError:
+        pass
+
+
+@pytest.fixture
+def read(dynamic, namespace):
+    """Read a core/v1 object of ``namespace`` as a dict; None when there is none."""
+
+    def get(kind, name):
+        try:
+            return dynamic.resources.get(api_version="v1", kind=kind).get(name=name, namespace=namespace).to_dict()
+        except NotFoundError:
+            return None
+
+    return get

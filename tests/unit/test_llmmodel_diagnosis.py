@@ -16,20 +16,26 @@ HASH_KEY = "inference.ai.example.com/config-hash"
 NOW = "2026-03-01T12:00:00Z"
 
 
-def server_pod(name="qwen-7d9c8b5f4-x2x7k", created="2026-03-01T11:50:00Z", config_hash="abc", containers=None, **status):
-    """A server pod of the model's Deployment with a startup probe of 10 s x 180."""
+def pod(name, created, spec, status, **metadata):
+    """A Pod of the namespace models as the API server returns it; ``metadata`` adds labels, owners..."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "models",
-            "creationTimestamp": created,
-            "labels": {"app.kubernetes.io/component": "server", "inference.ai.example.com/model": "qwen"},
-            "annotations": {HASH_KEY: config_hash},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "qwen-7d9c8b5f4", "controller": True}],
-        },
-        "spec": {
+        "metadata": {"name": name, "namespace": "models", "creationTimestamp": created, **metadata},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def server_pod(name="qwen-7d9c8b5f4-x2x7k", created="2026-03-01T11:50:00Z", config_hash="abc", containers=None, **status):
+    """A server pod of the model's Deployment with a startup probe of 10 s x 180."""
+    return pod(
+        name,
+        created,
+        labels={"app.kubernetes.io/component": "server", "inference.ai.example.com/model": "qwen"},
+        annotations={HASH_KEY: config_hash},
+        ownerReferences=[{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "qwen-7d9c8b5f4", "controller": True}],
+        spec={
             "containers": containers
             or [
                 {
@@ -41,8 +47,8 @@ def server_pod(name="qwen-7d9c8b5f4-x2x7k", created="2026-03-01T11:50:00Z", conf
             ],
             "restartPolicy": "Always",
         },
-        "status": status,
-    }
+        status=status,
+    )
 
 
 def running_conditions(ready="False"):
@@ -248,37 +254,32 @@ def pull_job(conditions=None, deadline=None):
 
 
 def pull_pod(name, created, phase, terminated=None, reason=None, message=None, disruption=False):
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "models",
-            "creationTimestamp": created,
-            "labels": {"batch.kubernetes.io/job-name": "qwen-pull", "app.kubernetes.io/component": "puller"},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "qwen-pull", "controller": True}],
-        },
-        "spec": {
+    job_pod = pod(
+        name,
+        created,
+        labels={"batch.kubernetes.io/job-name": "qwen-pull", "app.kubernetes.io/component": "puller"},
+        ownerReferences=[{"apiVersion": "batch/v1", "kind": "Job", "name": "qwen-pull", "controller": True}],
+        spec={
             "restartPolicy": "Never",
             "containers": [{"name": "puller", "image": "ghcr.io/llm-operator/llm-model-puller:0.1.0",
                             "resources": {"limits": {"memory": "1Gi"}, "requests": {"cpu": "250m", "memory": "256Mi"}}}],
         },
-        "status": {"phase": phase, "conditions": [], "containerStatuses": []},
-    }
+        status={"phase": phase, "conditions": [], "containerStatuses": []},
+    )
     if terminated is not None:
-        pod["status"]["containerStatuses"] = [
+        job_pod["status"]["containerStatuses"] = [
             {"name": "puller", "image": "ghcr.io/llm-operator/llm-model-puller:0.1.0", "ready": False, "restartCount": 0,
              "started": False, "lastState": {}, "state": {"terminated": terminated}}
         ]
     if reason:
-        pod["status"]["reason"] = reason
-        pod["status"]["message"] = message
+        job_pod["status"]["reason"] = reason
+        job_pod["status"]["message"] = message
     if disruption:
-        pod["status"]["conditions"].append(
+        job_pod["status"]["conditions"].append(
             {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet", "message": message,
              "lastTransitionTime": "2026-03-01T11:45:00Z"}
         )
-    return pod
+    return job_pod
 
 
 OOM = {"exitCode": 137, "reason": "OOMKilled", "startedAt": "2026-03-01T11:41:00Z", "finishedAt": "2026-03-01T11:44:00Z",

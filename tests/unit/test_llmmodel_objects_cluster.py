@@ -8,28 +8,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
-from kubernetes.dynamic.exceptions import NotFoundError
 
-from unit_helpers import load_library_module, task_results
+from unit_helpers import load_library_module
 
 pytestmark = pytest.mark.cluster
 
 llmmodel_objects = load_library_module("llmmodel_objects")
-
-
-@pytest.fixture
-def namespace(dynamic):
-    namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")
-    name = "llmobjects-%s" % uuid.uuid4().hex[:8]
-    namespaces.create(body={"metadata": {"name": name}})
-    yield name
-    try:
-        namespaces.delete(name=name)
-    except NotFoundError:
-        pass
 
 
 @pytest.fixture
@@ -40,17 +26,6 @@ def create(dynamic, namespace):
         return dynamic.resources.get(api_version="v1", kind=kind).create(body=body, namespace=namespace).to_dict()
 
     return make
-
-
-@pytest.fixture
-def read(dynamic, namespace):
-    def get(kind, name):
-        try:
-            return dynamic.resources.get(api_version="v1", kind=kind).get(name=name, namespace=namespace).to_dict()
-        except NotFoundError:
-            return None
-
-    return get
 
 
 @pytest.fixture
@@ -142,19 +117,15 @@ def test_a_kind_the_server_does_not_serve_fails_clearly(objects):
     assert result["failed"] is True and "does not serve kind Nothing" in result["msg"]
 
 
-def test_real_runs_through_the_action_plugin_report_changed_then_not(run_probe_role, kubeconfig, namespace, create, read):
+def test_real_runs_through_the_action_plugin_report_changed_then_not(run_role_twice, namespace, create, read):
     """Through ansible-runner as ansible-operator runs it: the in-process action plugin, not a module process."""
     create("ConfigMap", "gone-soon", data={"k": "v"})
     tasks = "- name: Delete\n  llmmodel_objects:\n    namespace: %s\n    objects: %s\n" % (
         namespace, json.dumps([{"api_version": "v1", "kind": "ConfigMap", "name": "gone-soon"}]))
-    env = {"K8S_AUTH_KUBECONFIG": kubeconfig, "KUBECONFIG": kubeconfig}
 
-    first, first_events = run_probe_role(tasks, env=env)
-    second, second_events = run_probe_role(tasks, env=env)
+    changed, _ = run_role_twice(tasks, "llmmodel_objects")
 
-    assert first.returncode == 0 and second.returncode == 0, first.stdout + second.stdout
-    assert [res["changed"] for _, res in task_results(first_events, "llmmodel_objects")] == [True]
-    assert [res["changed"] for _, res in task_results(second_events, "llmmodel_objects")] == [False]
+    assert changed == [[True], [False]]
     assert read("ConfigMap", "gone-soon") is None
 
 

@@ -11,7 +11,7 @@ short_description: Apply Kubernetes manifests client-side, like kubectl apply
 description:
   - For each manifest in O(definitions), reads the live object and creates it when it is missing,
     leaves it alone when it is exactly as last applied and unchanged since, and otherwise sends one
-    JSON merge patch computed from three things: the manifest applied last (recorded in the
+    JSON merge patch computed from three things, the manifest applied last (recorded in the
     C(kubectl.kubernetes.io/last-applied-configuration) annotation, as C(kubectl apply) and
     M(kubernetes.core.k8s) with C(apply=true) record it), the manifest now, and the live object.
     Fields the manifest sets are enforced, fields it no longer sets are removed, fields it never
@@ -19,13 +19,9 @@ description:
     whole.
   - Objects are created with POST, so under ansible-operator its proxy adds the owner reference
     and the dependent watch, as it does for M(kubernetes.core.k8s).
-  - The role runs it through its action plugin of the same name, inside C(ansible-playbook): no
-    module process per reconcile. Run as a plain module it behaves the same.
 version_added: "0.2.0"
-author:
-  - llm-operator maintainers
-requirements:
-  - kubernetes >= 24.2.0 (Python client)
+extends_documentation_fragment:
+  - llmmodel_kubernetes
 options:
   definitions:
     description: The manifests, each with C(apiVersion), C(kind), C(metadata.name) and, for namespaced kinds, C(metadata.namespace).
@@ -44,22 +40,6 @@ options:
     description: The field manager the API server records for the writes.
     type: str
     default: llm-operator
-  kubeconfig:
-    description: Path to a kubeconfig file. Defaults to C(K8S_AUTH_KUBECONFIG), then C(KUBECONFIG), then in-cluster configuration.
-    type: path
-  context:
-    description: The kubeconfig context to use.
-    type: str
-  host:
-    description: URL of the API server, instead of a kubeconfig.
-    type: str
-  api_key:
-    description: Bearer token for O(host).
-    type: str
-  validate_certs:
-    description: Whether to verify the API server's certificate.
-    type: bool
-    aliases: [verify_ssl]
 attributes:
   check_mode:
     support: full

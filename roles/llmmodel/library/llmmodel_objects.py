@@ -15,15 +15,11 @@ description:
     field of its patch; a missing object is never an error (404 is done). Safe to run again and again,
     as a finalizer must be.
   - Then, with O(wait_gone), lists the objects it names (by label selector or name) until none is left
-    or O(wait_gone.timeout) seconds have passed, and returns the names still there. It never waits longer:
+    or O(wait_gone.timeout) seconds have passed, and returns the names still there. It never waits longer;
     what to do about objects that remain (requeue) is the caller's decision.
-  - The role runs it through its action plugin of the same name, inside C(ansible-playbook): no module
-    process per reconcile. Run as a plain module it behaves the same.
 version_added: "0.3.0"
-author:
-  - llm-operator maintainers
-requirements:
-  - kubernetes >= 24.2.0 (Python client)
+extends_documentation_fragment:
+  - llmmodel_kubernetes
 options:
   objects:
     description: The objects to delete or patch, in order.
@@ -89,22 +85,6 @@ options:
         description: Seconds to wait at most; 0 only looks once.
         type: float
         default: 0
-  kubeconfig:
-    description: Path to a kubeconfig file. Defaults to C(K8S_AUTH_KUBECONFIG), then C(KUBECONFIG), then in-cluster configuration.
-    type: path
-  context:
-    description: The kubeconfig context to use.
-    type: str
-  host:
-    description: URL of the API server, instead of a kubeconfig.
-    type: str
-  api_key:
-    description: Bearer token for O(host).
-    type: str
-  validate_certs:
-    description: Whether to verify the API server's certificate.
-    type: bool
-    aliases: [verify_ssl]
 attributes:
   check_mode:
     support: full

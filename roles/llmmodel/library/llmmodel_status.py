@@ -23,10 +23,8 @@ description:
   - Written for the LLMModel role, where ansible-operator's C(operator_sdk.util.k8s_status) (Galaxy
     only) is not available. Works for any kind with a status subresource.
 version_added: "0.1.0"
-author:
-  - llm-operator maintainers
-requirements:
-  - kubernetes >= 24.2.0 (Python client)
+extends_documentation_fragment:
+  - llmmodel_kubernetes
 options:
   api_version:
     description: API version of the object, C(group/version) or C(v1) for the core group.
@@ -102,31 +100,6 @@ options:
         description: The reporting component.
         type: str
         default: llm-operator
-  kubeconfig:
-    description:
-      - Path to a kubeconfig file.
-      - Without it and without O(host), the module uses E(K8S_AUTH_KUBECONFIG), then E(KUBECONFIG)
-        (both set by ansible-operator for every run, pointing at its local API proxy), then the
-        in-cluster service account, then C(~/.kube/config).
-    type: path
-  context:
-    description: Context of the kubeconfig to use. Defaults to E(K8S_AUTH_CONTEXT) or the current context.
-    type: str
-  host:
-    description:
-      - URL of the API server. Defaults to E(K8S_AUTH_HOST).
-      - With O(host) and no O(kubeconfig), no kubeconfig is read; with both, O(host) overrides the
-        kubeconfig's server.
-    type: str
-  api_key:
-    description: Bearer token for the API server. Defaults to E(K8S_AUTH_API_KEY). Never logged.
-    type: str
-  validate_certs:
-    description:
-      - Whether to verify the API server's TLS certificate. Defaults to E(K8S_AUTH_VERIFY_SSL), else
-        whatever the kubeconfig says.
-    type: bool
-    aliases: [verify_ssl]
 attributes:
   check_mode:
     support: full
@@ -135,9 +108,6 @@ attributes:
     support: full
     description: Returns the status before and after.
 notes:
-  - The role runs this through its action plugin of the same name, which calls the same code inside
-    the C(ansible-playbook) process (no module process, no second import of the Kubernetes client).
-    Run as a plain module it behaves the same.
   - Under ansible-operator with C(manageStatus) true, the operator rewrites all conditions through a
     struct without C(observedGeneration) at the start and end of each reconcile, so a condition's
     C(observedGeneration) does not last beyond the run. A stored condition that only lacks

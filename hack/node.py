@@ -69,7 +69,12 @@ VOLUMES = LIB / "volumes"
 CNI_DATA = LIB / "cni"
 STATE = RUN / "node"
 SYSCTL_RECORD = STATE / "sysctls.json"
-POD_LOG_DIRS = [pathlib.Path("/var/log/pods"), pathlib.Path("/var/log/containers")]
+# Paths the kubelet uses whatever its root directory: the pod log directories, and the device
+# plugins' socket directory (a constant in the kubelet, /var/lib/kubelet/device-plugins/kubelet.sock).
+# Those that did not exist before the node started are removed when it stops.
+DEVICE_PLUGIN_SOCKET = pathlib.Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+HOST_DIRS = [pathlib.Path("/var/log/pods"), pathlib.Path("/var/log/containers"), DEVICE_PLUGIN_SOCKET.parent.parent,
+             DEVICE_PLUGIN_SOCKET.parent]
 BINARIES = ["kubelet", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "crictl",
             "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap"]
 # The kubelet's pod cgroups, and containerd's default parent for sandboxes made without one.
@@ -214,9 +219,9 @@ def prepare(api_port: int) -> None:
     for directory in (STATE, LOGS, CONTAINERD_ROOT, KUBELET_ROOT, VOLUMES, CNI_DATA):
         directory.mkdir(parents=True, exist_ok=True)
     node_host.snapshot_sysctls(SYSCTL_RECORD)
-    created = STATE / "pod-log-dirs"
+    created = STATE / "created-dirs"
     if not created.exists():
-        created.write_text("".join(f"{d}\n" for d in POD_LOG_DIRS if not d.exists()))
+        created.write_text("".join(f"{d}\n" for d in HOST_DIRS if not d.exists()))
     node_host.create_bridge(BRIDGE, f"{NODE_IP}/24")
     node_host.add_host(NODE_NAME, NODE_IP)
     node_host.add_rules(BRIDGE, POD_CIDR, FAKE_POD_CIDR, SERVICE_CIDR, [api_port, KUBELET_PORT, MODELS_PORT])
@@ -335,9 +340,11 @@ def down(purge_images: bool = False, quiet: bool = False) -> None:
     node_host.remove_kube_chains()
     node_host.remove_host()
     restored = node_host.restore_sysctls(SYSCTL_RECORD)
-    created_log_dirs = (STATE / "pod-log-dirs").read_text().split() if (STATE / "pod-log-dirs").exists() else []
-    for directory in created_log_dirs:
+    created_dirs = (STATE / "created-dirs").read_text().split() if (STATE / "created-dirs").exists() else []
+    for directory in created_dirs:
         shutil.rmtree(directory, ignore_errors=True)
+    # The stopped kubelet's socket, also where its directory was there before.
+    DEVICE_PLUGIN_SOCKET.unlink(missing_ok=True)
     for directory in (RUN, KUBELET_ROOT, VOLUMES, CNI_DATA, *([CONTAINERD_ROOT] if purge_images else [])):
         shutil.rmtree(directory, ignore_errors=True)
     if purge_images:

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e_helpers import HUB_REPO, GROUP, MODEL_FILE, PLURAL, SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until
+from e2e_helpers import HUB_REPO, GROUP, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PLURAL, SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until
 
 QUESTION = "What is the capital of France? Answer in one word."
 
@@ -63,7 +63,9 @@ class Models:
         except ApiException as error:
             status = f"({error.status})"
         events = kubectl("get", "events", "-n", self.namespace, "--sort-by=.lastTimestamp", check=False).stdout
-        return f"{out}\nstatus of {name}: {status}\nevents:\n{events[-4000:]}"
+        manager = kubectl("logs", "-n", OPERATOR_NAMESPACE, f"deployment/{MANAGER}", "--tail=60", check=False).stdout
+        return (f"{out}\nstatus of {name}: {status}\nevents:\n{events[-4000:]}"
+                f"\noperator log (last lines):\n{manager[-6000:]}")
 
     def wait_serving(self, name, timeout=420, on_poll=None):
         def serving():

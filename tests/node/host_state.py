@@ -12,6 +12,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "hack"))
+import node  # noqa: E402
 import node_host  # noqa: E402
 
 
@@ -24,6 +25,11 @@ def sysctls() -> dict[str, str]:
     return values
 
 
+def host_paths() -> dict[str, bool]:
+    """Whether each path the kubelet uses outside the node's own directories exists."""
+    return {str(path): path.exists() for path in (*node.HOST_DIRS, node.DEVICE_PLUGIN_SOCKET)}
+
+
 if __name__ == "__main__":
-    json.dump({"sysctls": sysctls()}, sys.stdout, indent=1)
+    json.dump({"sysctls": sysctls(), "paths": host_paths()}, sys.stdout, indent=1)
     print()

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from host_state import sysctls
+from host_state import host_paths, sysctls
 from node_helpers import REPO, node, node_host
 
 pytestmark = pytest.mark.after_down
@@ -64,5 +64,7 @@ def test_no_network_mount_or_cgroup_is_left():
 def test_host_settings_are_restored():
     record = os.environ.get("LLM_NODE_HOST_RECORD")
     assert record and pathlib.Path(record).exists(), "LLM_NODE_HOST_RECORD names no record of the host (make node-test writes one)"
-    before = json.loads(pathlib.Path(record).read_text())["sysctls"]
-    assert sysctls() == before
+    before = json.loads(pathlib.Path(record).read_text())
+    assert sysctls() == before["sysctls"]
+    # The kubelet's device-plugin socket and the pod log directories, outside the node's own directories.
+    assert host_paths() == before["paths"]

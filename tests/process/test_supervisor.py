@@ -8,6 +8,7 @@ ansible-runner), and the runner starts a "playbook" in a session of its own that
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -132,7 +133,9 @@ def test_run_operator_start_and_stop_leave_nothing(tmp_path):
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert_all_gone([supervisor, *tree], timeout=1)  # stop returns only once all is gone
         assert not pidfile.exists()
-        assert "ended 1 process(es) it left behind" in log.read_text()  # the playbook, which ignored SIGTERM
+        # The playbook ignored SIGTERM, so the supervisor ended it; the runner, which dies of the group's
+        # SIGTERM, may still be exiting when the supervisor looks (seen on a loaded machine), so 1 or 2.
+        assert re.search(r"ended [12] process\(es\) it left behind", log.read_text()), log.read_text()
     finally:
         for pid in [*proctree.descendants(supervisor), supervisor]:
             try:

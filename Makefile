@@ -28,7 +28,9 @@ OPERATOR_ENV = -u ANSIBLE_CONFIG PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GAT
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
-OPERATOR_ARGS ?= --watches-file watches.yaml --health-probe-bind-address 127.0.0.1:6789 \
+# WATCHES: another watches file, e.g. one that sets role variables (tests/reliability does).
+WATCHES ?= watches.yaml
+OPERATOR_ARGS ?= --watches-file $(WATCHES) --health-probe-bind-address 127.0.0.1:6789 \
 	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 2 \
 	--zap-log-level info
 

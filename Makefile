@@ -126,12 +126,12 @@ demo: venv tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) clu
 
 ##@ Tests
 .PHONY: test test-all lint testbed-test
-test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, cluster, test-bed, admission, generated-spec (property), install and molecule tests, then the real node and the e2e suite.
+test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, cluster, test-bed, admission, generated-spec (property), install, reliability (faults) and molecule tests, then the real node and the e2e suite.
 	@started=$$(date +%s); rc=0; $(MAKE) --no-print-directory test-all || rc=$$?; \
 	$(MAKE) --no-print-directory cluster-down || true; \
 	echo "make test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc
 
-test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test property-test install-test molecule-test node-test e2e-test
+test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test property-test install-test reliability-test molecule-test node-test e2e-test
 
 lint: lint-venv collections ## ansible-lint (production profile) and yamllint.
 	$(LINT_VENV)/bin/yamllint -s .

@@ -35,13 +35,13 @@ class Chaos(threading.Thread):
         self.kills = 0
         self.last_start = time.monotonic()
         self.error: BaseException | None = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self):
         try:
             while True:
                 uptime = self.rng.uniform(*KILL_AFTER)
-                if self._stop.wait(uptime):
+                if self._halt.wait(uptime):
                     return
                 self.operator.kill()
                 self.kills += 1
@@ -55,7 +55,7 @@ class Chaos(threading.Thread):
 
     def stop(self) -> float:
         """Stop killing; returns when the operator last started."""
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=120)
         if self.error:
             raise self.error

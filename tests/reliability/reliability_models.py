@@ -16,10 +16,8 @@ GOOD_REPO = "acme/tiny-chat"
 FAILING_REPO = "acme/kwok-fail"
 
 
-def model_manifest(name: str, repo: str = GOOD_REPO, purge: bool = False, node: str | None = None) -> dict:
+def model_manifest(name: str, repo: str = GOOD_REPO, purge: bool = False) -> dict:
     serve = {"image": "ghcr.io/ggml-org/llama.cpp:server", "port": 8080, "args": ["--model", "/model-weights"]}
-    if node:
-        serve["nodeSelector"] = {"kubernetes.io/hostname": node}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "LLMModel",

@@ -43,8 +43,10 @@ def test_control_plane_restart(kube, operator, namespace, figures):
         cluster("start")  # whatever happens, the suites after this one need the cluster
     back = time.monotonic()
 
+    # Measured: the operator reconciles again about 20 s after the start; the pulls that were running
+    # finish only after the restarted Job controller and kwok catch up (161 s once on 2 cores).
     wait_until("every model to converge after the restart", lambda: converged(kube, namespace, set(names), set()),
-               180 * SCALE, lambda: kube.describe(namespace))
+               360 * SCALE, lambda: kube.describe(namespace))
     settled = time.monotonic() - back
     assert proctree.alive(pid) and operator.pid() == pid, "the operator was restarted (or died) instead of recovering"
     wait_until("the operator to report ready", operator.healthy, 30)

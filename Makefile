@@ -28,7 +28,9 @@ OPERATOR_ENV = -u ANSIBLE_CONFIG PATH="$(CURDIR)/$(VENV)/bin:$$PATH" ANSIBLE_GAT
 	ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM=$(OPERATOR_ANSIBLE_VERBOSITY) \
 	ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS_DIR)" \
 	ANSIBLE_PYTHON_INTERPRETER="$(CURDIR)/$(VENV)/bin/python"
-OPERATOR_ARGS ?= --watches-file watches.yaml --health-probe-bind-address 127.0.0.1:6789 \
+# WATCHES: another watches file, e.g. one that sets role variables (tests/reliability does).
+WATCHES ?= watches.yaml
+OPERATOR_ARGS ?= --watches-file $(WATCHES) --health-probe-bind-address 127.0.0.1:6789 \
 	--metrics-bind-address 127.0.0.1:8686 --metrics-secure=false --max-concurrent-reconciles 2 \
 	--zap-log-level info
 
@@ -124,12 +126,12 @@ demo: venv tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) clu
 
 ##@ Tests
 .PHONY: test test-all lint testbed-test
-test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, cluster, test-bed, admission, generated-spec (property), install and molecule tests, then the real node and the e2e suite.
+test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, cluster, test-bed, admission, generated-spec (property), install, reliability (faults) and molecule tests, then the real node and the e2e suite.
 	@started=$$(date +%s); rc=0; $(MAKE) --no-print-directory test-all || rc=$$?; \
 	$(MAKE) --no-print-directory cluster-down || true; \
 	echo "make test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc
 
-test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test property-test install-test molecule-test node-test e2e-test
+test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test property-test install-test reliability-test molecule-test node-test e2e-test
 
 lint: lint-venv collections ## ansible-lint (production profile) and yamllint.
 	$(LINT_VENV)/bin/yamllint -s .

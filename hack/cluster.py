@@ -4,6 +4,10 @@
     cluster.py up       start it (a no-op that says so when it is already up)
     cluster.py down     stop it and remove its state; no process or listening port is left
     cluster.py status   say whether it is up, and show its nodes
+    cluster.py stop     stop every component (etcd, the control plane, kwok), keeping their state
+    cluster.py start    start them again after a stop; returns once the API server is ready
+                        (tests/reliability restarts the control plane under a running operator;
+                        a real node, when one runs, is not stopped: its kubelet reconnects)
 
 Environment: LLM_CLUSTER_PORT (API server port, default 36443), LLM_TESTBED_JOB_SECONDS (how long a
 simulated Job pod runs before it succeeds, default 3), LLM_REAL_NODE=1 (also start the real node of
@@ -223,10 +227,33 @@ def status() -> None:
     print(kubectl("get", "nodes", "-o", "wide").stdout, end="")
 
 
+def kwokctl_or_fail(action: str) -> None:
+    log = STATE / "kwokctl.log"
+    code = kwokctl(action, "cluster", log=log)
+    if code != 0:
+        fail(f"kwokctl {action} cluster failed (exit {code}); see {log.relative_to(ROOT)}")
+
+
+def stop() -> None:
+    if not CLUSTER_DIR.exists():
+        fail("not running")
+    kwokctl_or_fail("stop")
+    print("cluster: stopped (state kept; `cluster.py start` resumes it)")
+
+
+def start() -> None:
+    if not CLUSTER_DIR.exists():
+        fail("no stopped cluster to start: use `cluster.py up`")
+    started = time.monotonic()
+    kwokctl_or_fail("start")
+    wait_for("/readyz", is_ready, 120)
+    print(f"cluster: started in {time.monotonic() - started:.1f}s")
+
+
 def main(argv: list[str]) -> None:
-    commands = {"up": up, "down": down, "status": status}
+    commands = {"up": up, "down": down, "status": status, "stop": stop, "start": start}
     if len(argv) != 1 or argv[0] not in commands:
-        fail("usage: cluster.py up|down|status")
+        fail("usage: cluster.py up|down|status|stop|start")
     commands[argv[0]]()
 
 

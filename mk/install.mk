@@ -1,7 +1,9 @@
 ##@ Install and deploy (mk/install.mk)
 #
 # install/uninstall      the CRD only (for `make run` against a cluster)
-# deploy/undeploy        the whole operator from config/default, manager image $(IMG)
+# deploy/undeploy        the whole operator from config/default, manager image $(IMG); undeploy
+#                        stops with guidance when the models are not finalized in UNDEPLOY_TIMEOUT
+# release-models         without an operator: what the finalizer would do, for every LLMModel
 # build-installer        the same as one manifest, dist/install.yaml
 # bundle                 the OLM bundle in bundle/ (committed; reproducible)
 # manifests-check        static checks of config/ (no cluster needed)
@@ -80,10 +82,19 @@ undeploy: ## Remove the operator. First deletes every LLMModel so the running op
 	@if [ "$(KEEP_CRDS)" != true ] && $(INSTALL_KUBECTL) get crd $(LLMMODEL_CRD) > /dev/null 2>&1; then \
 		echo "Deleting every LLMModel while the operator still runs (timeout $(UNDEPLOY_TIMEOUT))"; \
 		$(INSTALL_KUBECTL) delete llmmodels.inference.ai.example.com --all --all-namespaces \
-			--ignore-not-found --timeout=$(UNDEPLOY_TIMEOUT); \
+			--ignore-not-found --timeout=$(UNDEPLOY_TIMEOUT) || { \
+			$(INSTALL_KUBECTL) get llmmodels.inference.ai.example.com --all-namespaces >&2; \
+			echo "undeploy: stopped; the operator and the CRD stay. These LLMModels were not finalized within" \
+				"$(UNDEPLOY_TIMEOUT): is the operator running? Start it again and rerun, or, without an operator," \
+				"'make release-models' (keeps or deletes each weights volume as purgeWeightsOnDelete says)" \
+				"and rerun. docs/install.md, Uninstall." >&2; exit 1; }; \
 	fi
 	$(call kustomize-overlay,default,$(if $(filter true,$(KEEP_CRDS)),$$KEEP_CRD_PATCH,)) \
 		| $(INSTALL_KUBECTL) delete --ignore-not-found --wait=true -f -
+
+.PHONY: release-models
+release-models: ## Without a running operator: remove every LLMModel, keeping or deleting its weights volume as purgeWeightsOnDelete says.
+	KUBECTL=$(KUBECTL) KUBECONFIG=$(KUBECONFIG) $(PYTHON) hack/release_models.py
 
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml: CRD, RBAC and manager (image IMG=...) in one manifest.

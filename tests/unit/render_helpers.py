@@ -63,8 +63,10 @@ def source_id(obj):
     return source["url"] + ("#sha256=" + source["sha256"] if "sha256" in source else "")
 
 
-def render(cases: dict, tmp_path) -> dict:
-    """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
+def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plugins"):
+    """Run ``playbook`` over ``cases`` (extra var ``render_cases``) with the role's plugins, as
+    ansible-operator runs the role (through ansible-runner); it must succeed. Returns the runner,
+    whose job events carry the results."""
     env = {
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_GATHERING": "explicit",
@@ -74,16 +76,21 @@ def render(cases: dict, tmp_path) -> dict:
         # files run alone do not.
         "ANSIBLE_FILTER_PLUGINS": str(ROLE / "filter_plugins"),
         "ANSIBLE_LIBRARY": str(ROLE / "library"),
-        "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins"),
+        "ANSIBLE_ACTION_PLUGINS": str(action_plugins),
         "ANSIBLE_MODULE_UTILS": str(ROLE / "module_utils"),
     }
-    # ansible-runner, as ansible-operator runs the role: the results come back as its job events.
     runner = ansible_runner.run(
-        private_data_dir=str(tmp_path), playbook=str(RENDER_PLAYBOOK), inventory="localhost ansible_connection=local",
+        private_data_dir=str(tmp_path), playbook=str(playbook), inventory="localhost ansible_connection=local",
         extravars={"render_cases": copy.deepcopy(cases), "render_role": str(ROLE)}, envvars=env, quiet=True, timeout=600,
     )
     failures = [e["event_data"].get("res", {}).get("msg") for e in runner.events if e["event"] == "runner_on_failed"]
     assert runner.rc == 0, failures or runner.stdout.read()[-4000:]
+    return runner
+
+
+def render(cases: dict, tmp_path) -> dict:
+    """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
+    runner = run_cases(RENDER_PLAYBOOK, cases, tmp_path)
     rendered = {}
     for event in runner.events:
         data = event.get("event_data", {})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 import uuid
 
 import pytest
@@ -296,6 +297,37 @@ def test_an_event_is_recorded_only_when_the_status_is_written(set_status, dynami
     assert recorded["involvedObject"]["uid"] == read(probe)["metadata"]["uid"]
     assert recorded["involvedObject"]["kind"] == KIND
     assert recorded["reportingComponent"] == "llm-operator"
+
+
+def test_in_a_namespace_being_deleted_the_event_goes_to_the_namespace(run_module, kubeconfig, dynamic, probes):
+    """The API server refuses new Events in a terminating namespace; the Event is then recorded
+    about the Namespace, in default, with the message meant for that case."""
+    namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")
+    events = dynamic.resources.get(api_version="v1", kind="Event")
+    doomed, name, hold = "llmstatus-doomed-%s" % uuid.uuid4().hex[:8], "held", "llmtest.example.com/hold"
+    namespaces.create(body={"metadata": {"name": doomed}})
+    # A finalizer of the test's own keeps the probe, and so the namespace, terminating.
+    held = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name, "finalizers": [hold]}, "spec": {"size": 1}}
+    probes.create(namespace=doomed, body=held)
+    recorded = None
+    try:
+        namespaces.delete(name=doomed)
+        deadline = time.monotonic() + 10
+        while namespaces.get(name=doomed).status.phase != "Terminating" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert namespaces.get(name=doomed).status.phase == "Terminating"
+        event = {"type": "Normal", "reason": "Terminating", "message": "keeping the weights volume",
+                 "namespace_terminating_message": "the weights volume goes with the namespace"}
+        args = {"api_version": API_VERSION, "kind": KIND, "name": name, "namespace": doomed, "kubeconfig": kubeconfig}
+        result = run_module(llmmodel_status, dict(args, status={"phase": "Terminating"}, event=event))
+        recorded = events.get(name=result["event"], namespace="default").to_dict()
+        assert (recorded["involvedObject"]["kind"], recorded["involvedObject"]["name"]) == ("Namespace", doomed)
+        assert recorded["message"] == "%s %s/%s: the weights volume goes with the namespace" % (KIND, doomed, name)
+        assert recorded["reason"] == "Terminating"
+    finally:
+        probes.patch(name=name, namespace=doomed, body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH)
+        if recorded:
+            events.delete(name=recorded["metadata"]["name"], namespace="default")
 
 
 def test_a_missing_object_fails(set_status):

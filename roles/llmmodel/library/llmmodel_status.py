@@ -100,6 +100,13 @@ options:
         description: The reporting component.
         type: str
         default: llm-operator
+      namespace_terminating_message:
+        description:
+          - The message when the object's namespace is being deleted. The API server then refuses
+            every new object in it, Events included, so the Event goes to the Namespace instead (in
+            the C(default) namespace, where the Events of cluster-scoped objects live), prefixed with
+            the object's kind and name. Defaults to O(event.message).
+        type: str
 attributes:
   check_mode:
     support: full
@@ -176,6 +183,7 @@ diff:
   type: dict
 """
 
+import json
 import time
 import traceback
 
@@ -188,6 +196,7 @@ try:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import (
         ConflictError,
+        ForbiddenError,
         NotFoundError,
         ResourceNotFoundError,
         ResourceNotUniqueError,
@@ -224,6 +233,7 @@ ARGUMENT_SPEC = {
             "reason": {"type": "str", "required": True},
             "message": {"type": "str", "required": True},
             "component": {"type": "str", "default": "llm-operator"},
+            "namespace_terminating_message": {"type": "str"},
         },
     },
     **CONNECTION_SPEC,
@@ -295,26 +305,21 @@ def write_status(params, check_mode, diff, dynamic, resource, status_resource, n
         return written, result
 
 
-def record_event(dynamic, obj, event):
-    """Create a core/v1 Event about ``obj``. Through ansible-operator's proxy the create also gets
-    the owner reference, so the Event goes with the object."""
-    meta = obj["metadata"]
+def object_reference(api_version, kind, name, namespace=None, uid=None, resource_version=None):
+    return {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace, "uid": uid,
+            "resourceVersion": resource_version}
+
+
+def create_event(dynamic, involved, namespace, event, message):
     stamp = now_rfc3339()
     body = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": meta["name"] + ".", "namespace": meta.get("namespace") or "default"},
-        "involvedObject": {
-            "apiVersion": obj["apiVersion"],
-            "kind": obj["kind"],
-            "name": meta["name"],
-            "namespace": meta.get("namespace"),
-            "uid": meta["uid"],
-            "resourceVersion": meta.get("resourceVersion"),
-        },
+        "metadata": {"generateName": involved["name"] + ".", "namespace": namespace},
+        "involvedObject": {key: value for key, value in involved.items() if value is not None},
         "type": event["type"],
         "reason": event["reason"],
-        "message": event["message"],
+        "message": message,
         "source": {"component": event["component"]},
         "reportingComponent": event["component"],
         "reportingInstance": event["component"],
@@ -323,7 +328,34 @@ def record_event(dynamic, obj, event):
         "count": 1,
     }
     events = dynamic.resources.get(api_version="v1", kind="Event")
-    return dynamic.create(events, body=body, namespace=body["metadata"]["namespace"]).to_dict()["metadata"]["name"]
+    return dynamic.create(events, body=body, namespace=namespace).to_dict()["metadata"]["name"]
+
+
+def namespace_terminating(exc):
+    """Whether the API server refused a create because the namespace is being deleted (its
+    NamespaceLifecycle admission names the cause NamespaceTerminating)."""
+    try:
+        status = json.loads(exc.body)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    causes = ((status or {}).get("details") or {}).get("causes") or []
+    return any(cause.get("reason") == "NamespaceTerminating" for cause in causes)
+
+
+def record_event(dynamic, obj, event):
+    """Create a core/v1 Event about ``obj``. Through ansible-operator's proxy the create also gets
+    the owner reference, so the Event goes with the object. In a namespace that is being deleted
+    the Event is about the Namespace instead (see the option's description)."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    involved = object_reference(obj["apiVersion"], obj["kind"], meta["name"], namespace, meta["uid"], meta.get("resourceVersion"))
+    try:
+        return create_event(dynamic, involved, namespace or "default", event, event["message"])
+    except ForbiddenError as exc:
+        if not namespace or not namespace_terminating(exc):
+            raise
+    message = "%s %s/%s: %s" % (obj["kind"], namespace, meta["name"], event.get("namespace_terminating_message") or event["message"])
+    return create_event(dynamic, object_reference("v1", "Namespace", namespace), "default", event, message)
 
 
 def run(params, check_mode=False, diff=False, api_client=None):

@@ -44,30 +44,31 @@ def kubectl(*args: str, check: bool = True, timeout: float = 120, input_text: st
     return result
 
 
-def llmmodel(name: str, source: dict, model_path: str, purge: bool) -> dict:
-    """An LLMModel served by llama.cpp's server from the weights volume (SmolLM2 fits 2 cores)."""
+def llmmodel(name: str, source: dict, model_path: str | None, purge: bool) -> dict:
+    """An LLMModel served by llama.cpp's server from the weights volume (SmolLM2 fits 2 cores).
+
+    With a model_path, the server's whole command line is the user's (runtime custom, served as
+    SERVED_NAME); without, the llamacpp preset finds the GGUF file the pull recorded and serves it
+    under the model's name. Either way the image is the locally built one, never pulled."""
+    tuning = ["-c", "2048", "-t", "1"]
+    if model_path:
+        serve = {"image": SERVER_IMAGE, "port": PORT,
+                 "args": ["-m", f"/model-weights/{model_path}", "--host", "0.0.0.0", "--port", str(PORT),
+                          "-a", SERVED_NAME, *tuning]}
+    else:
+        serve = {"runtime": "llamacpp", "image": SERVER_IMAGE, "args": tuning}
+    serve["resources"] = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "LLMModel",
         "metadata": {"name": name},
-        "spec": {
-            "source": source,
-            "serve": {
-                "image": SERVER_IMAGE,
-                "port": PORT,
-                "args": ["-m", f"/model-weights/{model_path}", "--host", "0.0.0.0", "--port", str(PORT),
-                         "-a", SERVED_NAME, "-c", "2048", "-t", "1"],
-                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-            },
-            "storageSize": "1Gi",
-            "purgeWeightsOnDelete": purge,
-        },
+        "spec": {"source": source, "serve": serve, "storageSize": "1Gi", "purgeWeightsOnDelete": purge},
     }
 
 
-def chat(cluster_ip: str, question: str) -> dict:
+def chat(cluster_ip: str, question: str, model: str = SERVED_NAME) -> dict:
     """POST /v1/chat/completions to the model's Service VIP (kube-proxy takes it to the pod)."""
-    body = json.dumps({"model": SERVED_NAME, "messages": [{"role": "user", "content": question}],
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": question}],
                        "max_tokens": 24, "temperature": 0}).encode()
     request = urllib.request.Request(f"http://{cluster_ip}:{PORT}/v1/chat/completions", data=body,
                                      headers={"Content-Type": "application/json"})

@@ -1,6 +1,7 @@
 """The real lifecycle: the operator from its image pulls SmolLM2 into a real volume, llama.cpp's
 server answers a chat completion through the model's Service, and deletion keeps or removes the bytes
-as asked. Sources: a local HTTP server (URL + sha256) and a local Hub-compatible endpoint."""
+as asked. Sources: a local HTTP server (URL + sha256; the server's command line is the user's) and a
+local Hub-compatible endpoint (served through the llamacpp runtime preset)."""
 
 from __future__ import annotations
 
@@ -95,10 +96,10 @@ class Models:
         return True
 
 
-def answer_of(models, name):
-    reply = chat(models.cluster_ip(name), QUESTION)
+def answer_of(models, name, served_name=SERVED_NAME):
+    reply = chat(models.cluster_ip(name), QUESTION, served_name)
     content = reply["choices"][0]["message"]["content"]
-    assert reply["model"] == SERVED_NAME, reply
+    assert reply["model"] == served_name, reply
     assert content.strip(), f"an empty completion: {reply}"
     assert reply["usage"]["completion_tokens"] > 0, reply
     return content
@@ -149,12 +150,14 @@ def test_url_model_serves_keeps_its_bytes_and_serves_again_without_a_pull(api, n
 def test_hub_model_is_pulled_through_the_configured_endpoint_and_answers(api, namespace, hub):
     models = Models(api, namespace)
     name = "smollm-hub"
-    models.create(llmmodel(name, {"huggingFaceRepo": HUB_REPO}, MODEL_FILE.name, purge=True))
+    # The llamacpp preset: no file named, no command line; it serves the GGUF file the pull recorded.
+    models.create(llmmodel(name, {"huggingFaceRepo": HUB_REPO}, None, purge=True))
     status = models.wait_serving(name)
     assert status["weights"]["source"] == f"hf://{HUB_REPO}@main", status
     assert status["weights"]["revision"] == hub.repos[HUB_REPO].commit, status
+    assert status["server"]["runtime"] == "llamacpp" and status["server"]["modelFile"] == MODEL_FILE.name, status
     assert hub.seen("GET"), "the pull never reached the Hub endpoint of LLMMODEL_HF_ENDPOINT"
-    print(f"\n{name} answered: {answer_of(models, name)!r}")
+    print(f"\n{name} answered (llamacpp preset): {answer_of(models, name, served_name=name)!r}")
     volume_dir = models.volume_dir(name)
     assert (volume_dir / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
     models.delete(name)

@@ -6,11 +6,11 @@
 ARTIFACTS_DIR is <runner dir>/<group>/<version>/<kind>/<namespace>/<name>/artifacts. One entry per
 run that started at or after SINCE, oldest first:
 
-    {"ident": "...", "started": 1764688741.1, "finished": true,
+    {"ident": "...", "started": 1764688741.1, "finished": true, "ended": 1764688743.0,
      "changed": 0, "failures": 0, "ok": 20}
 
-"finished" is true once the run's playbook_on_stats event is written; "changed", "failures" and
-"ok" are that event's per-host counts summed (null until then). It runs on the test machine
+"finished" is true once the run's playbook_on_stats event is written, and "ended" is when it was
+written; "changed", "failures" and "ok" are that event's per-host counts summed (null until then). It runs on the test machine
 (molecule/default) or inside the manager pod (molecule/kind), so it uses the standard library only.
 """
 
@@ -21,7 +21,8 @@ import os
 import sys
 
 
-def stats_of(run_dir: str) -> dict | None:
+def stats_of(run_dir: str) -> tuple[dict, float] | None:
+    """The run's playbook_on_stats event data and the time it was written, or None before that."""
     events_dir = os.path.join(run_dir, "job_events")
     try:
         names = os.listdir(events_dir)
@@ -30,13 +31,15 @@ def stats_of(run_dir: str) -> dict | None:
     for name in names:
         if not name.endswith(".json"):
             continue
+        path = os.path.join(events_dir, name)
         try:
-            with open(os.path.join(events_dir, name), encoding="utf-8") as handle:
+            with open(path, encoding="utf-8") as handle:
                 event = json.load(handle)
+            written = os.stat(path).st_mtime
         except (OSError, ValueError):
             continue  # still being written: the next poll reads it
         if event.get("event") == "playbook_on_stats":
-            return event.get("event_data") or {}
+            return event.get("event_data") or {}, written
     return None
 
 
@@ -61,12 +64,13 @@ def runs(artifacts_dir: str, since: float) -> list[dict]:
             continue
         if started < since:
             continue
-        stats = stats_of(run_dir)
+        stats, ended = stats_of(run_dir) or (None, None)
         found.append(
             {
                 "ident": ident,
                 "started": started,
                 "finished": stats is not None,
+                "ended": ended,
                 "changed": None if stats is None else total(stats.get("changed")),
                 "failures": None if stats is None else total(stats.get("failures")) + total(stats.get("dark")),
                 "ok": None if stats is None else total(stats.get("ok")),

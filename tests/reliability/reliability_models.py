@@ -17,14 +17,13 @@ FAILING_REPO = "acme/kwok-fail"
 
 
 def model_manifest(name: str, repo: str = GOOD_REPO, purge: bool = False) -> dict:
-    serve = {"image": "ghcr.io/ggml-org/llama.cpp:server", "port": 8080, "args": ["--model", "/model-weights"]}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "LLMModel",
         "metadata": {"name": name},
         "spec": {
             "source": {"huggingFaceRepo": repo, "revision": "v1.0"},
-            "serve": serve,
+            "serve": {"image": "ghcr.io/ggml-org/llama.cpp:server", "port": 8080, "args": ["--model", "/model-weights"]},
             "storageSize": "1Gi",
             "purgeWeightsOnDelete": purge,
         },

@@ -47,7 +47,7 @@ def run_probe_role(tmp_path):
         role = tmp_path / "roles" / "probe"
         (role / "tasks").mkdir(parents=True, exist_ok=True)
         (role / "tasks" / "main.yml").write_text(tasks)
-        for sub in ("action_plugins", "callback_plugins", "library", "module_utils"):
+        for sub in ("action_plugins", "lookup_plugins", "library", "module_utils"):
             if not (role / sub).exists():
                 (role / sub).symlink_to(ROLE / sub)
         inputdir = tmp_path / "input"

@@ -74,18 +74,20 @@ def params(**overrides):
     return base
 
 
+def settings_of(**overrides):
+    from ansible.module_utils.llmmodel_client import connection_settings
+
+    return connection_settings(params(**overrides))
+
+
 def test_an_explicit_host_ignores_the_environment_kubeconfig(monkeypatch):
     monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
-    configuration = llmmodel_status.build_api_client(params(host="http://127.0.0.1:9")).configuration
-    assert configuration.host == "http://127.0.0.1:9"
+    assert settings_of(host="http://127.0.0.1:9")["server"] == "http://127.0.0.1:9"
 
 
 def test_client_from_host_and_token():
-    api_client = llmmodel_status.build_api_client(params(host="https://10.0.0.1:6443", api_key="tok", validate_certs=False))
-    configuration = api_client.configuration
-    assert configuration.host == "https://10.0.0.1:6443"
-    assert configuration.verify_ssl is False
-    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer tok"
+    settings = settings_of(host="https://10.0.0.1:6443", api_key="tok", validate_certs=False)
+    assert (settings["server"], settings["token"], settings["verify"]) == ("https://10.0.0.1:6443", "tok", False)
 
 
 KUBECONFIG = """\
@@ -112,15 +114,11 @@ def test_client_from_the_kubeconfig_ansible_operator_sets(tmp_path):
     path = tmp_path / "kubeconfig"
     path.write_text(KUBECONFIG)
 
-    configuration = llmmodel_status.build_api_client(params(kubeconfig=str(path))).configuration
-    assert configuration.host == "http://localhost:8888"
-    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer kubeconfig-token"
+    settings = settings_of(kubeconfig=str(path))
+    assert (settings["server"], settings["token"]) == ("http://localhost:8888", "kubeconfig-token")
 
-    other = llmmodel_status.build_api_client(params(kubeconfig=str(path), context="other")).configuration
-    assert other.host == "https://other.example:6443"
-
-    overridden = llmmodel_status.build_api_client(params(kubeconfig=str(path), api_key="explicit")).configuration
-    assert overridden.auth_settings()["BearerToken"]["value"] == "Bearer explicit"
+    assert settings_of(kubeconfig=str(path), context="other")["server"] == "https://other.example:6443"
+    assert settings_of(kubeconfig=str(path), api_key="explicit")["token"] == "explicit"
 
 
 @pytest.mark.parametrize("variable", ["K8S_AUTH_KUBECONFIG", "KUBECONFIG"])

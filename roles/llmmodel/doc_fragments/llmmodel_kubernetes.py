@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """What the documentation of the role's Kubernetes modules shares: the connection options
-(module_utils/llmmodel_client.py CONNECTION_SPEC), the client they need, how the role runs them.
+(module_utils/llmmodel_client.py CONNECTION_SPEC), what they need, how the role runs them.
 
 ansible-playbook adds a role's doc_fragments/ when it loads the role; ansible-doc needs to be told:
 ANSIBLE_DOC_FRAGMENT_PLUGINS=roles/llmmodel/doc_fragments ansible-doc -M roles/llmmodel/library llmmodel_apply
@@ -16,11 +16,12 @@ class ModuleDocFragment:
 author:
   - llm-operator maintainers
 requirements:
-  - kubernetes >= 24.2.0 (Python client)
+  - PyYAML (ansible-core's own); not the Kubernetes Python client (module_utils/llmmodel_kube.py says why)
 notes:
   - The role runs the module through its action plugin of the same name, which calls the same code
-    inside the C(ansible-playbook) process (no module process, no second import of the Kubernetes
-    client). Run as a plain module it behaves the same.
+    inside the C(ansible-playbook) process (no module process). Run as a plain module it behaves the same.
+  - The kubeconfig may hold tokens, token files, client certificates and user names with passwords;
+    C(exec) and C(auth-provider) plugins are refused with a message (ansible-operator's proxy needs none).
 options:
   kubeconfig:
     description:

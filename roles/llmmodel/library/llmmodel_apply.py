@@ -76,22 +76,11 @@ diff:
   type: dict
 """
 
-import traceback
-
-from ansible.module_utils.basic import missing_required_lib
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_api_client, reported_api_errors
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, reported_api_errors
+from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, NotFoundError, ResourceNotFoundError
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
-try:
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import ConflictError, NotFoundError, ResourceNotFoundError
-
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError:
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
-
-MERGE_PATCH = "application/merge-patch+json"
 DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged"}
 
 ARGUMENT_SPEC = {
@@ -112,11 +101,11 @@ def identity(manifest):
     return manifest["apiVersion"], manifest["kind"], metadata["name"], metadata.get("namespace")
 
 
-def apply_one(dynamic, manifest, field_manager, check_mode):
+def apply_one(kube, manifest, field_manager, check_mode):
     """Plan and (unless check mode) send one manifest. Returns (action, body or patch)."""
     api_version, kind, name, namespace = identity(manifest)
     try:
-        resource = dynamic.resources.get(api_version=api_version, kind=kind)
+        resource = kube.resources.get(api_version=api_version, kind=kind)
     except ResourceNotFoundError:
         raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
     if not resource.namespaced:
@@ -124,7 +113,7 @@ def apply_one(dynamic, manifest, field_manager, check_mode):
     elif not namespace:
         raise ModuleFailure("%s %s: metadata.namespace is required" % (kind, name))
     try:
-        live = dynamic.get(resource, name=name, namespace=namespace).to_dict()
+        live = kube.get(resource, name=name, namespace=namespace)
     except NotFoundError:
         live = None
     action, body = plan(manifest, live)
@@ -132,24 +121,24 @@ def apply_one(dynamic, manifest, field_manager, check_mode):
         return action, body
     try:
         if action == "create":
-            dynamic.create(resource, body=body, namespace=namespace, field_manager=field_manager)
+            kube.create(resource, body=body, namespace=namespace, field_manager=field_manager)
         else:
-            dynamic.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
+            kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
     except ConflictError:
         # The read came from a cache that had not seen the object yet: it exists, so enforce all of it.
         if action != "create":
             raise
         action, body = "patch", three_way_patch(None, with_record(manifest), {})
-        dynamic.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
+        kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
     except NotFoundError:
         if action != "patch":
             raise
         action, body = "create", with_record(manifest)
-        dynamic.create(resource, body=body, namespace=namespace, field_manager=field_manager)
+        kube.create(resource, body=body, namespace=namespace, field_manager=field_manager)
     return action, body
 
 
-def remove_one(dynamic, reference, check_mode):
+def remove_one(kube, reference, check_mode):
     """Delete one object of ``absent`` if it exists. Returns whether it existed."""
     metadata = reference.get("metadata") or {}
     manifest = {
@@ -160,36 +149,34 @@ def remove_one(dynamic, reference, check_mode):
     }
     api_version, kind, name, namespace = identity(manifest)
     try:
-        resource = dynamic.resources.get(api_version=api_version, kind=kind)
+        resource = kube.resources.get(api_version=api_version, kind=kind)
     except ResourceNotFoundError:
         raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
     namespace = namespace if resource.namespaced else None
     try:
-        dynamic.get(resource, name=name, namespace=namespace)
+        kube.get(resource, name=name, namespace=namespace)
         if not check_mode:
-            dynamic.delete(resource, name=name, namespace=namespace, body={"propagationPolicy": "Background"})
+            kube.delete(resource, name=name, namespace=namespace, body={"propagationPolicy": "Background"})
     except NotFoundError:
         return False
     return True
 
 
-def run(params, check_mode=False, diff=False, api_client=None):
+def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
-    if KUBERNETES_IMPORT_ERROR:
-        raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
     objects, patches, removed = [], {}, []
     where = ["applying"]
     with reported_api_errors(lambda: where[0], objects=objects):
-        dynamic = DynamicClient(api_client or build_api_client(params))
+        kube = client or build_client(params)
         for manifest in params["definitions"]:
             where[0] = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
-            action, body = apply_one(dynamic, manifest, params["field_manager"], check_mode)
+            action, body = apply_one(kube, manifest, params["field_manager"], check_mode)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
         for reference in params["absent"] or []:
             where[0] = "removing %s %s" % (reference.get("kind"), reference.get("name") or (reference.get("metadata") or {}).get("name"))
-            if remove_one(dynamic, reference, check_mode):
+            if remove_one(kube, reference, check_mode):
                 removed.append({"kind": reference["kind"], "name": reference.get("name") or reference["metadata"]["name"]})
     result = {"changed": bool(removed) or any(item["action"] != "unchanged" for item in objects), "objects": objects, "removed": removed}
     if diff:

@@ -126,22 +126,12 @@ remaining:
 """
 
 import time
-import traceback
 
-from ansible.module_utils.basic import missing_required_lib
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_api_client, reported_api_errors
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, reported_api_errors
+from ansible.module_utils.llmmodel_kube import MERGE_PATCH, NotFoundError, ResourceNotFoundError
 from ansible.module_utils.llmmodel_manifests import contains
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
-try:
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
-
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError:
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
-
-MERGE_PATCH = "application/merge-patch+json"
 POLL_SECONDS = 0.25
 
 ARGUMENT_SPEC = {
@@ -191,19 +181,19 @@ def applied(live, patch):
     return True
 
 
-def resource_of(dynamic, api_version, kind):
+def resource_of(kube, api_version, kind):
     try:
-        return dynamic.resources.get(api_version=api_version, kind=kind)
+        return kube.resources.get(api_version=api_version, kind=kind)
     except ResourceNotFoundError:
         raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
 
 
-def change_one(dynamic, entry, propagation_policy, check_mode):
+def change_one(kube, entry, propagation_policy, check_mode):
     """Delete or patch one object; returns what was done."""
-    resource = resource_of(dynamic, entry["api_version"], entry["kind"])
+    resource = resource_of(kube, entry["api_version"], entry["kind"])
     namespace = entry["namespace"] if resource.namespaced else None
     try:
-        live = dynamic.get(resource, name=entry["name"], namespace=namespace).to_dict()
+        live = kube.get(resource, name=entry["name"], namespace=namespace)
     except NotFoundError:
         return "gone"
     if (live.get("metadata") or {}).get("deletionTimestamp"):
@@ -215,49 +205,47 @@ def change_one(dynamic, entry, propagation_policy, check_mode):
     try:
         if entry["state"] == "absent":
             # The API's own field names: a Job deleted without propagationPolicy orphans its pods.
-            dynamic.delete(resource, name=entry["name"], namespace=namespace,
+            kube.delete(resource, name=entry["name"], namespace=namespace,
                            body={"propagationPolicy": propagation_policy})
             return "deleted"
-        dynamic.patch(resource, body=entry["patch"], name=entry["name"], namespace=namespace, content_type=MERGE_PATCH)
+        kube.patch(resource, body=entry["patch"], name=entry["name"], namespace=namespace, content_type=MERGE_PATCH)
         return "patched"
     except NotFoundError:
         return "gone"  # it went between the read and the write
 
 
-def still_there(dynamic, wait):
-    resource = resource_of(dynamic, wait["api_version"], wait["kind"])
+def still_there(kube, wait):
+    resource = resource_of(kube, wait["api_version"], wait["kind"])
     namespace = wait["namespace"] if resource.namespaced else None
     if wait["name"]:
         try:
-            return [dynamic.get(resource, name=wait["name"], namespace=namespace).to_dict()["metadata"]["name"]]
+            return [kube.get(resource, name=wait["name"], namespace=namespace)["metadata"]["name"]]
         except NotFoundError:
             return []
-    listing = dynamic.get(resource, namespace=namespace, label_selector=wait["label_selector"]).to_dict()
+    listing = kube.get(resource, namespace=namespace, label_selector=wait["label_selector"])
     return [item["metadata"]["name"] for item in listing.get("items") or []]
 
 
-def run(params, check_mode=False, diff=False, api_client=None):
+def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
-    if KUBERNETES_IMPORT_ERROR:
-        raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
     objects, remaining = [], []
     where = ["starting"]
     with reported_api_errors(lambda: where[0], objects=objects):
-        dynamic = DynamicClient(api_client or build_api_client(params))
+        kube = client or build_client(params)
         for entry in params["objects"]:
             entry = dict(entry, namespace=entry["namespace"] or params["namespace"])
             where[0] = "%s %s" % (entry["kind"], entry["name"])
             objects.append({"kind": entry["kind"], "name": entry["name"],
-                            "action": change_one(dynamic, entry, params["propagation_policy"], check_mode)})
+                            "action": change_one(kube, entry, params["propagation_policy"], check_mode)})
         wait = params["wait_gone"]
         if wait:
             wait = dict(wait, namespace=wait["namespace"] or params["namespace"])
             where[0] = "waiting for %s %s to go" % (wait["kind"], wait["label_selector"] or wait["name"])
             deadline = time.monotonic() + (0 if check_mode else wait["timeout"])
-            remaining = still_there(dynamic, wait)
+            remaining = still_there(kube, wait)
             while remaining and time.monotonic() < deadline:
                 time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
-                remaining = still_there(dynamic, wait)
+                remaining = still_there(kube, wait)
     changed = any(item["action"] in ("deleted", "patched") for item in objects)
     return {"changed": changed, "objects": objects, "remaining": remaining}
 

@@ -185,29 +185,20 @@ diff:
 
 import json
 import time
-import traceback
 
-from ansible.module_utils.basic import missing_required_lib
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, api_error_message, build_api_client, reported_api_errors
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, api_error_message, build_client, reported_api_errors
 from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
+from ansible.module_utils.llmmodel_kube import (
+    MERGE_PATCH,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    ResourceNotFoundError,
+    ResourceNotUniqueError,
+)
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
-try:
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import (
-        ConflictError,
-        ForbiddenError,
-        NotFoundError,
-        ResourceNotFoundError,
-        ResourceNotUniqueError,
-    )
-
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError:
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
-
 CONFLICT_RETRIES = 5
-MERGE_PATCH = "application/merge-patch+json"
 
 ARGUMENT_SPEC = {
     "api_version": {"type": "str", "required": True},
@@ -252,10 +243,10 @@ def input_problems(params):
     return problems
 
 
-def find_status_subresource(dynamic, api_version, kind):
+def find_status_subresource(kube, api_version, kind):
     """The resource and its status subresource, or raise ValueError with the reason."""
     try:
-        resource = dynamic.resources.get(api_version=api_version, kind=kind)
+        resource = kube.resources.get(api_version=api_version, kind=kind)
     except ResourceNotFoundError:
         raise ValueError("the API server does not serve kind %s in %s" % (kind, api_version))
     except ResourceNotUniqueError:
@@ -266,9 +257,9 @@ def find_status_subresource(dynamic, api_version, kind):
     return resource, status
 
 
-def read_and_plan(params, check_mode, diff, dynamic, resource, namespace):
+def read_and_plan(params, check_mode, diff, kube, resource, namespace):
     """Read the object; return (obj, result, patch), patch None when nothing would change."""
-    obj = dynamic.get(resource, name=params["name"], namespace=namespace).to_dict()
+    obj = kube.get(resource, name=params["name"], namespace=namespace)
     current = obj.get("status") or {}
     generation = params["observed_generation"]
     if generation is None:
@@ -280,19 +271,17 @@ def read_and_plan(params, check_mode, diff, dynamic, resource, namespace):
     return obj, result, patch
 
 
-def write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace):
+def write_status(params, check_mode, diff, kube, resource, status_resource, namespace):
     """Read, plan, and (unless there is nothing to do or check mode is on) patch. Returns (obj, result)."""
     attempt = 0
     while True:
-        obj, result, patch = read_and_plan(params, check_mode, diff, dynamic, resource, namespace)
+        obj, result, patch = read_and_plan(params, check_mode, diff, kube, resource, namespace)
         if patch is None or check_mode:
             return obj, result
         # The read resourceVersion makes the API server refuse the patch if the status moved since.
         patch["metadata"] = {"resourceVersion": obj["metadata"]["resourceVersion"]}
         try:
-            written = dynamic.patch(
-                status_resource, body=patch, name=params["name"], namespace=namespace, content_type=MERGE_PATCH
-            ).to_dict()
+            written = kube.patch(status_resource, body=patch, name=params["name"], namespace=namespace, content_type=MERGE_PATCH)
         except ConflictError:
             if attempt == CONFLICT_RETRIES:
                 raise
@@ -310,7 +299,7 @@ def object_reference(api_version, kind, name, namespace=None, uid=None, resource
             "resourceVersion": resource_version}
 
 
-def create_event(dynamic, involved, namespace, event, message):
+def create_event(kube, involved, namespace, event, message):
     stamp = now_rfc3339()
     body = {
         "apiVersion": "v1",
@@ -327,8 +316,8 @@ def create_event(dynamic, involved, namespace, event, message):
         "lastTimestamp": stamp,
         "count": 1,
     }
-    events = dynamic.resources.get(api_version="v1", kind="Event")
-    return dynamic.create(events, body=body, namespace=namespace).to_dict()["metadata"]["name"]
+    events = kube.resources.get(api_version="v1", kind="Event")
+    return kube.create(events, body=body, namespace=namespace)["metadata"]["name"]
 
 
 def namespace_terminating(exc):
@@ -342,7 +331,7 @@ def namespace_terminating(exc):
     return any(cause.get("reason") == "NamespaceTerminating" for cause in causes)
 
 
-def record_event(dynamic, obj, event):
+def record_event(kube, obj, event):
     """Create a core/v1 Event about ``obj``. Through ansible-operator's proxy the create also gets
     the owner reference, so the Event goes with the object. In a namespace that is being deleted
     the Event is about the Namespace instead (see the option's description)."""
@@ -350,34 +339,32 @@ def record_event(dynamic, obj, event):
     namespace = meta.get("namespace")
     involved = object_reference(obj["apiVersion"], obj["kind"], meta["name"], namespace, meta["uid"], meta.get("resourceVersion"))
     try:
-        return create_event(dynamic, involved, namespace or "default", event, event["message"])
+        return create_event(kube, involved, namespace or "default", event, event["message"])
     except ForbiddenError as exc:
         if not namespace or not namespace_terminating(exc):
             raise
     message = "%s %s/%s: %s" % (obj["kind"], namespace, meta["name"], event.get("namespace_terminating_message") or event["message"])
-    return create_event(dynamic, object_reference("v1", "Namespace", namespace), "default", event, message)
+    return create_event(kube, object_reference("v1", "Namespace", namespace), "default", event, message)
 
 
-def run(params, check_mode=False, diff=False, api_client=None):
+def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process (the action plugin of the same name runs it
     inside ansible-playbook, without a module process). Returns the result or raises ModuleFailure."""
     problems = input_problems(params)
     if problems:
         raise ModuleFailure("invalid arguments: " + "; ".join(problems), problems=problems)
-    if KUBERNETES_IMPORT_ERROR:
-        raise ModuleFailure(missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
 
     where = "%s %s %s" % (params["api_version"], params["kind"], params["name"])
     with reported_api_errors(lambda: where):
         try:
-            dynamic = DynamicClient(api_client or build_api_client(params))
-            resource, status_resource = find_status_subresource(dynamic, params["api_version"], params["kind"])
+            kube = client or build_client(params)
+            resource, status_resource = find_status_subresource(kube, params["api_version"], params["kind"])
             namespace = params["namespace"] if resource.namespaced else None
             if resource.namespaced and not namespace:
                 raise ModuleFailure("namespace is required for namespaced kind %s" % params["kind"])
-            obj, result = write_status(params, check_mode, diff, dynamic, resource, status_resource, namespace)
+            obj, result = write_status(params, check_mode, diff, kube, resource, status_resource, namespace)
             if params.get("event") and result["changed"] and not check_mode:
-                result["event"] = record_event(dynamic, obj, params["event"])
+                result["event"] = record_event(kube, obj, params["event"])
         except NotFoundError:
             raise ModuleFailure("%s not found in namespace %s" % (where, params["namespace"]))
         except ConflictError as exc:

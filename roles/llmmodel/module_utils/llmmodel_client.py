@@ -1,21 +1,19 @@
 # -*- coding: utf-8 -*-
-"""What the role's Kubernetes modules share: connection options, the API client, error texts."""
+"""What the role's Kubernetes modules and its read lookup share: connection options, the client,
+error texts. The client is the role's own (module_utils/llmmodel_kube.py), not the Kubernetes
+Python client: see there why.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 
 from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.llmmodel_kube import ApiError, KubeClient, ResourceNotFoundError, ResourceNotUniqueError
+from ansible.module_utils.llmmodel_kubeconfig import empty_settings, from_kubeconfig, in_cluster
 from ansible.module_utils.llmmodel_module import ModuleFailure
-
-try:
-    import urllib3
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.dynamic.exceptions import DynamicApiError
-except ImportError:  # the modules report the missing library themselves
-    urllib3 = k8s_client = k8s_config = DynamicApiError = None
 
 # The connection options of kubernetes.core's modules that a role under ansible-operator needs; by
 # default the environment's kubeconfig (ansible-operator's proxy) is used.
@@ -26,6 +24,7 @@ CONNECTION_SPEC = {
     "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
     "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
 }
+DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
 
 
 def kubeconfig_path(params):
@@ -37,30 +36,28 @@ def kubeconfig_path(params):
     return os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
 
 
-def build_api_client(params):
-    """An ApiClient from the kubeconfig, the service account or the explicit host and token."""
-    configuration = k8s_client.Configuration()
+def connection_settings(params):
+    """The kubeconfig's settings, else the pod's service account, else ~/.kube/config; then the
+    explicit host, token and certificate check over them."""
     kubeconfig = kubeconfig_path(params)
     if kubeconfig or params["context"]:
-        k8s_config.load_kube_config(
-            config_file=kubeconfig, context=params["context"], client_configuration=configuration, persist_config=False
-        )
-    elif not params["host"]:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-        except k8s_config.ConfigException:
-            k8s_config.load_kube_config(client_configuration=configuration, persist_config=False)
+        settings = from_kubeconfig(kubeconfig or os.path.expanduser(DEFAULT_KUBECONFIG), params["context"])
+    elif params["host"]:
+        settings = empty_settings(params["host"])
+    else:
+        settings = in_cluster() or from_kubeconfig(os.path.expanduser(DEFAULT_KUBECONFIG))
     if params["host"]:
-        configuration.host = params["host"]
+        settings["server"] = params["host"]
     if params["api_key"]:
-        # kubernetes < 30 reads the "authorization" key, later versions "BearerToken" first.
-        bearer = "Bearer " + params["api_key"]
-        configuration.api_key = {"authorization": bearer, "BearerToken": bearer}
-        configuration.api_key_prefix = {}
-        configuration.refresh_api_key_hook = None
+        settings["token"] = params["api_key"]
     if params["validate_certs"] is not None:
-        configuration.verify_ssl = params["validate_certs"]
-    return k8s_client.ApiClient(configuration)
+        settings["verify"] = params["validate_certs"]
+    return settings
+
+
+def build_client(params):
+    """A client of the API server the connection options name."""
+    return KubeClient(connection_settings(params))
 
 
 def api_error_message(exc):
@@ -73,12 +70,12 @@ def api_error_message(exc):
 
 @contextlib.contextmanager
 def reported_api_errors(where, **extra):
-    """Turn the Kubernetes client's failures into ModuleFailure, each message starting with where()."""
+    """Turn the client's failures into ModuleFailure, each message starting with where()."""
     try:
         yield
-    except DynamicApiError as exc:
+    except ApiError as exc:
         raise ModuleFailure("%s: API request failed: %s" % (where(), api_error_message(exc)), status_code=exc.status, **extra)
-    except (ValueError, k8s_config.ConfigException) as exc:
+    except (ValueError, ResourceNotFoundError, ResourceNotUniqueError) as exc:
         raise ModuleFailure("%s: %s" % (where(), exc), **extra)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
+    except (http.client.HTTPException, OSError) as exc:
         raise ModuleFailure("%s: cannot reach the API server: %s" % (where(), exc), **extra)

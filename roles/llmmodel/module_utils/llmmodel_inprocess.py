@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """Run one of the role's modules inside ansible-playbook, from an action plugin of the same name.
 
-A module process costs about a second of CPU per task (a new Python, the Kubernetes client imported
-again, discovery); the reconciles of an operator pay that on every run. The role's own modules keep
+A module process costs about a second of CPU per task (a new Python, ansible's module wrapper, the
+client set up again); the reconciles of an operator pay that on every run. The role's own modules keep
 their documentation and a ``main`` for plain module use, and expose ``run(params, check_mode, diff)``,
 which the action plugin calls here with the validated arguments: the same code and the same result.
 """

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The shape of the role's modules: ``run(params, check_mode, diff)`` returns the result or raises
 ModuleFailure; ``module_main`` runs it as a plain module, module_utils/llmmodel_inprocess.py inside
-ansible-playbook. Nothing here imports the Kubernetes client, so a module that needs none stays light.
+ansible-playbook. Nothing here talks to the API server, so a module that needs none stays light.
 """
 
 from __future__ import annotations

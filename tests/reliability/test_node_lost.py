@@ -33,7 +33,7 @@ TIMEOUT_SECONDS = 20
 def watches_with_short_timeout(tmp_path):
     watches = yaml.safe_load((REPO / "watches.yaml").read_text())
     for watch in watches:
-        watch["role"] = str(REPO / "roles" / watch["role"])
+        watch["playbook"] = str(REPO / watch["playbook"])
         watch.setdefault("vars", {})["llmmodel_finalize_timeout_seconds"] = TIMEOUT_SECONDS
     path = tmp_path / "watches.yaml"
     path.write_text(yaml.safe_dump(watches))

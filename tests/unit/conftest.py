@@ -41,7 +41,8 @@ def run_module(capsys):
 @pytest.fixture
 def run_probe_role(tmp_path):
     """Run ``tasks`` as a role that carries llmmodel's plugins, library and module_utils, through a REAL
-    ``ansible-runner run`` invoked as ansible-operator invokes it. Returns (process, events)."""
+    ``ansible-runner run`` in role mode (ansible-operator runs roles this way; this project's watches.yaml
+names a playbook, docs/design.md). Returns (process, events)."""
 
     def run(tasks: str, extravars: dict | None = None, env: dict | None = None):
         role = tmp_path / "roles" / "probe"

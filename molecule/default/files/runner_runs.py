@@ -10,8 +10,9 @@ run that started at or after SINCE, oldest first:
      "changed": 0, "failures": 0, "ok": 20}
 
 "finished" is true once the run's playbook_on_stats event is written, and "ended" is when it was
-written; "changed", "failures" and "ok" are that event's per-host counts summed (null until then). It runs on the test machine
-(molecule/default) or inside the manager pod (molecule/kind), so it uses the standard library only.
+written; "changed", "failures" and "ok" are that event's per-host counts summed (null until then).
+It runs on the test machine (molecule/default) or inside the manager pod (molecule/kind), so it uses
+the standard library only.
 """
 
 from __future__ import annotations

@@ -106,8 +106,8 @@ def apply_one(kube, manifest, field_manager, check_mode):
     api_version, kind, name, namespace = identity(manifest)
     try:
         resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
+    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+        raise ModuleFailure(str(exc))
     if not resource.namespaced:
         namespace = None
     elif not namespace:
@@ -150,8 +150,8 @@ def remove_one(kube, reference, check_mode):
     api_version, kind, name, namespace = identity(manifest)
     try:
         resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
+    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+        raise ModuleFailure(str(exc))
     namespace = namespace if resource.namespaced else None
     try:
         kube.get(resource, name=name, namespace=namespace)

@@ -184,8 +184,8 @@ def applied(live, patch):
 def resource_of(kube, api_version, kind):
     try:
         return kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        raise ModuleFailure("the API server does not serve kind %s in %s" % (kind, api_version))
+    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+        raise ModuleFailure(str(exc))
 
 
 def change_one(kube, entry, propagation_policy, check_mode):

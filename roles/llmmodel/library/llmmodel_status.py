@@ -188,14 +188,7 @@ import time
 
 from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, api_error_message, build_client, reported_api_errors
 from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
-from ansible.module_utils.llmmodel_kube import (
-    MERGE_PATCH,
-    ConflictError,
-    ForbiddenError,
-    NotFoundError,
-    ResourceNotFoundError,
-    ResourceNotUniqueError,
-)
+from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, ForbiddenError, NotFoundError
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
 CONFLICT_RETRIES = 5
@@ -244,13 +237,9 @@ def input_problems(params):
 
 
 def find_status_subresource(kube, api_version, kind):
-    """The resource and its status subresource, or raise ValueError with the reason."""
-    try:
-        resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError:
-        raise ValueError("the API server does not serve kind %s in %s" % (kind, api_version))
-    except ResourceNotUniqueError:
-        raise ValueError("kind %s in %s names more than one resource" % (kind, api_version))
+    """The resource and its status subresource; raises ResourceNotFoundError, ResourceNotUniqueError
+    or ValueError with the reason (reported_api_errors reports each)."""
+    resource = kube.resources.get(api_version=api_version, kind=kind)
     status = resource.subresources.get("status")
     if status is None:
         raise ValueError("%s %s has no status subresource" % (api_version, kind))

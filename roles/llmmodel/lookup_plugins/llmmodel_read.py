@@ -9,7 +9,6 @@ says why).
 
 from __future__ import annotations
 
-import http.client
 import os
 
 import ansible.module_utils
@@ -22,12 +21,9 @@ if os.path.join(_ROLE, "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(os.path.join(_ROLE, "module_utils"))
 
 # pylint: disable=wrong-import-position
-from ansible.module_utils.llmmodel_client import (  # noqa: E402
-    CONNECTION_SPEC,
-    api_error_message,
-    build_client,
-)
-from ansible.module_utils.llmmodel_kube import ApiError, NotFoundError  # noqa: E402
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, reported_api_errors  # noqa: E402
+from ansible.module_utils.llmmodel_kube import NotFoundError  # noqa: E402
+from ansible.module_utils.llmmodel_module import ModuleFailure  # noqa: E402
 
 DOCUMENTATION = r"""
 ---
@@ -66,19 +62,19 @@ _list:
 """
 
 READ_OPTIONS = ("api_version", "kind", "namespace", "resource_name", "label_selector")
-ENVIRONMENT = {"context": "K8S_AUTH_CONTEXT", "host": "K8S_AUTH_HOST", "api_key": "K8S_AUTH_API_KEY",
-               "validate_certs": "K8S_AUTH_VERIFY_SSL"}
 
 # One client per connection in a task's worker: the reads of one set_fact share its connection.
 _CLIENTS = {}
 
 
 def connection_params(options):
+    """The connection options as the modules get them: given, else from the environment variable
+    their argument spec falls back to."""
     params = {}
-    for name in CONNECTION_SPEC:
+    for name, spec in CONNECTION_SPEC.items():
         value = options.get(name)
-        if value is None and name in ENVIRONMENT:
-            value = os.environ.get(ENVIRONMENT[name]) or None
+        if value is None:
+            value = next((os.environ[v] for v in spec.get("fallback", (None, ()))[1] if os.environ.get(v)), None)
         params[name] = value
     if params["validate_certs"] is not None:
         params["validate_certs"] = boolean(params["validate_certs"])
@@ -98,22 +94,19 @@ class LookupModule(LookupBase):
         api_version, kind = kwargs.get("api_version") or "v1", kwargs["kind"]
         params = connection_params(kwargs)
         key = tuple(sorted((name, str(value)) for name, value in params.items()))
-        what = "reading %s %s" % (kind, kwargs.get("resource_name") or kwargs.get("label_selector") or "")
+        what = " ".join(["llmmodel_read: reading", kind] + [kwargs[k] for k in ("resource_name", "label_selector") if kwargs.get(k)])
         try:
-            if key not in _CLIENTS:
-                _CLIENTS[key] = build_client(params)
-            client = _CLIENTS[key]
-            resource = client.resources.get(api_version=api_version, kind=kind)
-            namespace = kwargs.get("namespace") if resource.namespaced else None
-            if kwargs.get("resource_name"):
-                try:
-                    return [client.get(resource, name=kwargs["resource_name"], namespace=namespace)]
-                except NotFoundError:
-                    return []
-            return client.get(resource, namespace=namespace, label_selector=kwargs.get("label_selector")).get("items") or []
-        except ApiError as exc:
-            raise AnsibleError("llmmodel_read: %s: API request failed: %s" % (what, api_error_message(exc)))
-        except (http.client.HTTPException, OSError) as exc:
-            raise AnsibleError("llmmodel_read: %s: cannot reach the API server: %s" % (what, exc))
-        except (ValueError, LookupError) as exc:
-            raise AnsibleError("llmmodel_read: %s: %s" % (what, exc))
+            with reported_api_errors(lambda: what):
+                if key not in _CLIENTS:
+                    _CLIENTS[key] = build_client(params)
+                client = _CLIENTS[key]
+                resource = client.resources.get(api_version=api_version, kind=kind)
+                namespace = kwargs.get("namespace") if resource.namespaced else None
+                if kwargs.get("resource_name"):
+                    try:
+                        return [client.get(resource, name=kwargs["resource_name"], namespace=namespace)]
+                    except NotFoundError:
+                        return []
+                return client.get(resource, namespace=namespace, label_selector=kwargs.get("label_selector")).get("items") or []
+        except ModuleFailure as exc:
+            raise AnsibleError(exc.msg)

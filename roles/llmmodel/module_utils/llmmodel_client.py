@@ -7,7 +7,6 @@ Python client: see there why.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 
 from ansible.module_utils.basic import env_fallback
@@ -77,5 +76,5 @@ def reported_api_errors(where, **extra):
         raise ModuleFailure("%s: API request failed: %s" % (where(), api_error_message(exc)), status_code=exc.status, **extra)
     except (ValueError, ResourceNotFoundError, ResourceNotUniqueError) as exc:
         raise ModuleFailure("%s: %s" % (where(), exc), **extra)
-    except (http.client.HTTPException, OSError) as exc:
+    except OSError as exc:  # the client's UnreachableError names the server and the request
         raise ModuleFailure("%s: cannot reach the API server: %s" % (where(), exc), **extra)

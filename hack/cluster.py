@@ -165,6 +165,7 @@ def up() -> None:
     wait_for("/readyz", is_ready, 60)
     ready_after = time.monotonic() - started
     kubectl("apply", "-f", str(TEMPLATES / "objects.yaml"))
+    start_secret_gate()
     wait_for("3 Ready nodes", nodes_ready, 60)
     # Pods of the default namespace can be created once its ServiceAccount exists.
     wait_for("the default ServiceAccount", lambda: kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0, 60)
@@ -172,6 +173,15 @@ def up() -> None:
     if real_node:
         node.up()
     print(f"cluster: export KUBECONFIG={KUBECONFIG}")
+
+
+def start_secret_gate() -> None:
+    """The kubelet's Secret check for kwok's pods (hack/cluster/secret_gate.py); `down` stops it with the rest."""
+    log = open(STATE / "secret-gate.log", "ab")
+    gate = subprocess.Popen([sys.executable, str(TEMPLATES / "secret_gate.py"), str(BIN / "kubectl"), str(KUBECONFIG)],
+                            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    (CLUSTER_DIR / "pids").mkdir(parents=True, exist_ok=True)
+    (CLUSTER_DIR / "pids" / "secret-gate.pid").write_text(str(gate.pid))
 
 
 def pids() -> list[int]:

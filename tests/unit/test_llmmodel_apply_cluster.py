@@ -38,13 +38,26 @@ def manifests(namespace):
 
 @pytest.fixture
 def apply(run_module, kubeconfig):
-    def run(definitions, check_mode=False, absent=None):
-        args = {"definitions": definitions, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode}
+    def run(definitions, check_mode=False, absent=None, **ownership):
+        args = {"definitions": definitions, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode, **ownership}
         if absent is not None:
             args["absent"] = absent
         return run_module(llmmodel_apply, args)
 
     return run
+
+
+@pytest.fixture
+def owner(dynamic, namespace):
+    """A real object to own things (a ConfigMap stands in for the LLMModel): {name, uid, reference}."""
+    created = dynamic.resources.get(api_version="v1", kind="ConfigMap").create(
+        body={"metadata": {"name": "the-model"}}, namespace=namespace).to_dict()
+    uid = created["metadata"]["uid"]
+    return {"name": "m", "uid": uid, "reference": {"apiVersion": "v1", "kind": "ConfigMap", "name": "the-model", "uid": uid}}
+
+
+def ownership_args(owner, **extra):
+    return {"owner": {"name": owner["name"], "uid": owner["uid"]}, **extra}
 
 
 def actions(result):
@@ -145,3 +158,80 @@ def test_real_runs_through_the_action_plugin_report_changed_then_not(run_role_tw
     assert changed == [[True], [False]]
     assert second_events[-1]["event_data"]["changed"] == {}
     assert read("ConfigMap", "settings")["data"] == config_map["data"]
+
+
+FOREIGN_SERVICE = {"type": "NodePort", "selector": {"team": "web"}, "ports": [{"name": "https", "port": 443, "protocol": "TCP"}]}
+
+
+def test_an_object_of_another_owner_is_left_untouched_and_reported(apply, read, dynamic, namespace, manifests, owner):
+    config_map, service = manifests
+    services = dynamic.resources.get(api_version="v1", kind="Service")
+    services.create(body={"metadata": {"name": "m", "labels": {"team": "web"}}, "spec": FOREIGN_SERVICE}, namespace=namespace)
+    before = read("Service", "m")
+
+    result = apply([service, config_map], **ownership_args(owner))
+
+    assert actions(result) == [("Service", "conflict")]  # nothing after it is applied either
+    [found] = result["conflicts"]
+    assert (found["kind"], found["name"]) == ("Service", "m")
+    assert found["message"].startswith("Service m already exists and is not this LLMModel's")
+    assert result["changed"] is False
+    after = read("Service", "m")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["spec"]["type"] == "NodePort" and after["metadata"]["labels"] == {"team": "web"}
+    assert read("ConfigMap", "settings") is None
+
+
+def test_absent_objects_of_another_owner_are_not_deleted(apply, read, namespace, manifests, owner, dynamic):
+    config_map, _ = manifests
+    dynamic.resources.get(api_version="v1", kind="ConfigMap").create(body={"metadata": {"name": "theirs"}}, namespace=namespace)
+    theirs = {"apiVersion": "v1", "kind": "ConfigMap", "name": "theirs", "namespace": namespace}
+    result = apply([config_map], absent=[theirs], **ownership_args(owner))
+    assert result["removed"] == [] and [c["name"] for c in result["conflicts"]] == ["theirs"]
+    assert read("ConfigMap", "theirs") is not None
+
+
+def test_owned_objects_carry_the_owners_uid_label_and_are_applied(apply, read, manifests, owner):
+    config_map, service = manifests
+    first = apply([config_map, service], **ownership_args(owner))
+    assert actions(first) == [("ConfigMap", "created"), ("Service", "created")] and first["conflicts"] == []
+    assert read("Service", "m")["metadata"]["labels"]["inference.ai.example.com/model-uid"] == owner["uid"]
+    # The label is the proof on the next run (no proxy here adds an owner reference).
+    changed = copy.deepcopy(config_map)
+    changed["data"] = {"port": "9000"}
+    again = apply([changed, service], **ownership_args(owner))
+    assert actions(again) == [("ConfigMap", "patched"), ("Service", "unchanged")]
+
+
+def test_a_kept_kind_loses_the_owners_reference_and_keeps_others(apply, read, dynamic, namespace, manifests, owner):
+    config_map, _ = manifests
+    other = dynamic.resources.get(api_version="v1", kind="ConfigMap").create(body={"metadata": {"name": "other"}}, namespace=namespace).to_dict()
+    other_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": other["metadata"]["uid"]}
+    # As ansible-operator's proxy would have left it: created by the operator, owned by the model.
+    created = copy.deepcopy(config_map)
+    created["metadata"]["ownerReferences"] = [owner["reference"], other_ref]
+    dynamic.resources.get(api_version="v1", kind="ConfigMap").create(body=created, namespace=namespace)
+
+    result = apply([config_map], **ownership_args(owner, kept_kinds=["ConfigMap"]))
+
+    assert actions(result) == [("ConfigMap", "patched")]
+    refs = read("ConfigMap", "settings")["metadata"]["ownerReferences"]
+    assert [ref["uid"] for ref in refs] == [other["metadata"]["uid"]]
+    again = apply([config_map], **ownership_args(owner, kept_kinds=["ConfigMap"]))
+    assert actions(again) == [("ConfigMap", "unchanged")]
+
+
+def test_a_kept_volume_of_an_earlier_model_is_adopted(apply, read, dynamic, namespace, manifests, owner):
+    config_map, _ = manifests
+    source = "inference.ai.example.com/weights-source"
+    kept = copy.deepcopy(config_map)
+    kept["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "llm-operator", "inference.ai.example.com/model": "m",
+                                  "inference.ai.example.com/model-uid": "an-earlier-model"}
+    kept["metadata"]["annotations"] = {source: "hf://acme/tiny@main"}
+    dynamic.resources.get(api_version="v1", kind="ConfigMap").create(body=kept, namespace=namespace)
+
+    refused = apply([config_map], **ownership_args(owner))
+    assert actions(refused) == [("ConfigMap", "conflict")]  # not adoptable for this kind
+    adopted = apply([config_map], **ownership_args(owner, adopt={"ConfigMap": source}))
+    assert actions(adopted) == [("ConfigMap", "patched")]
+    assert read("ConfigMap", "settings")["metadata"]["labels"]["inference.ai.example.com/model-uid"] == owner["uid"]

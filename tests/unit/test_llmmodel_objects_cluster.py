@@ -30,8 +30,8 @@ def create(dynamic, namespace):
 
 @pytest.fixture
 def objects(run_module, kubeconfig, namespace):
-    def run(entries, wait_gone=None, check_mode=False):
-        args = {"namespace": namespace, "objects": entries, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode}
+    def run(entries, wait_gone=None, check_mode=False, **ownership):
+        args = {"namespace": namespace, "objects": entries, "kubeconfig": kubeconfig, "_ansible_check_mode": check_mode, **ownership}
         if wait_gone:
             args["wait_gone"] = wait_gone
         return run_module(llmmodel_objects, args)
@@ -148,3 +148,22 @@ def test_a_deleted_job_takes_its_pods_with_it(objects, dynamic, namespace):
 
     assert actions(result) == [("Job", "pull", "deleted")]
     assert result["remaining"] == []
+
+
+def test_with_an_owner_only_what_is_proven_the_owners_is_deleted_or_patched(objects, create, read):
+    owner = {"name": "m", "uid": "u-of-the-model"}
+    create("ConfigMap", "mine", metadata={"labels": {"inference.ai.example.com/model-uid": "u-of-the-model"}})
+    create("ConfigMap", "theirs", metadata={"labels": {"team": "web"}})
+    create("ConfigMap", "theirs-too", data={"k": "v"})
+
+    result = objects([
+        {"api_version": "v1", "kind": "ConfigMap", "name": "mine"},
+        {"api_version": "v1", "kind": "ConfigMap", "name": "theirs"},
+        {"api_version": "v1", "kind": "ConfigMap", "name": "theirs-too", "state": "patched", "patch": {"data": {"k": "mine"}}},
+    ], owner=owner)
+
+    assert actions(result) == [("ConfigMap", "mine", "deleted"), ("ConfigMap", "theirs", "foreign"), ("ConfigMap", "theirs-too", "foreign")]
+    assert [f["name"] for f in result["foreign"]] == ["theirs", "theirs-too"]
+    assert read("ConfigMap", "mine") is None
+    assert read("ConfigMap", "theirs")["metadata"]["labels"] == {"team": "web"}
+    assert read("ConfigMap", "theirs-too")["data"] == {"k": "v"}

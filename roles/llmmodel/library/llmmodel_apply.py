@@ -19,6 +19,10 @@ description:
     whole.
   - Objects are created with POST, so under ansible-operator its proxy adds the owner reference
     and the dependent watch, as it does for M(kubernetes.core.k8s).
+  - With O(owner), an object that exists and is not proven the owner's (its owner references or
+    the owner's UID label; for the kinds of O(adopt), the operator's labels and an annotation) is
+    left untouched and reported in RV(conflicts); nothing after it in O(definitions) is applied,
+    and O(absent) is not acted on. Every object applied carries the owner's UID label.
 version_added: "0.2.0"
 extends_documentation_fragment:
   - llmmodel_kubernetes
@@ -40,6 +44,26 @@ options:
     description: The field manager the API server records for the writes.
     type: str
     default: llm-operator
+  owner:
+    description:
+      - The object the applied ones belong to (C(name) and C(uid); under ansible-operator the
+        watched LLMModel). Turns on the ownership check and the UID label.
+    type: dict
+  adopt:
+    description:
+      - Kinds an owner may take over from an earlier owner of the same name, each with the
+        annotation that, beside the operator's labels, proves the object was made by the operator
+        for that name (the kept weights volume).
+    type: dict
+    default: {}
+  kept_kinds:
+    description:
+      - Kinds that must outlive the owner. The owner reference ansible-operator's proxy adds on
+        create is removed right after the create, and whenever one is found later, so the garbage
+        collector never deletes them with the owner, whatever the propagation policy.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -64,6 +88,12 @@ objects:
   type: list
   elements: dict
   sample: [{kind: Service, name: my-model, action: unchanged}, {kind: Deployment, name: my-model, action: patched}]
+conflicts:
+  description: The objects that exist and are not the owner's, with a message saying what to do.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: Service, name: chat, message: "Service chat already exists and is not this LLMModel's ..."}]
 removed:
   description: The objects of O(absent) that existed and were deleted.
   returned: always
@@ -80,13 +110,17 @@ from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, 
 from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, NotFoundError, ResourceNotFoundError
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
+from ansible.module_utils.llmmodel_ownership import conflict, owned, stamped, without_owner_reference
 
-DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged"}
+DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conflict": "conflict"}
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
     "absent": {"type": "list", "elements": "dict", "default": []},
     "field_manager": {"type": "str", "default": "llm-operator"},
+    "owner": {"type": "dict"},
+    "adopt": {"type": "dict", "default": {}},
+    "kept_kinds": {"type": "list", "elements": "str", "default": []},
     **CONNECTION_SPEC,
 }
 
@@ -101,84 +135,141 @@ def identity(manifest):
     return manifest["apiVersion"], manifest["kind"], metadata["name"], metadata.get("namespace")
 
 
-def apply_one(kube, manifest, field_manager, check_mode):
-    """Plan and (unless check mode) send one manifest. Returns (action, body or patch)."""
-    api_version, kind, name, namespace = identity(manifest)
-    try:
-        resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
-        raise ModuleFailure(str(exc))
-    if not resource.namespaced:
-        namespace = None
-    elif not namespace:
-        raise ModuleFailure("%s %s: metadata.namespace is required" % (kind, name))
-    try:
-        live = kube.get(resource, name=name, namespace=namespace)
-    except NotFoundError:
-        live = None
-    action, body = plan(manifest, live)
-    if check_mode or action == "unchanged":
+class Applier:
+    """Applies manifests for one owner (or none), checking ownership before every write."""
+
+    def __init__(self, kube, params, check_mode):
+        self.kube = kube
+        self.field_manager = params["field_manager"]
+        self.owner = params["owner"] or None
+        self.adopt = params["adopt"] or {}
+        self.kept = set(params["kept_kinds"] or [])
+        self.check_mode = check_mode
+
+    def resource(self, api_version, kind):
+        try:
+            return self.kube.resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+            raise ModuleFailure(str(exc))
+
+    def read(self, resource, name, namespace):
+        try:
+            return self.kube.get(resource, name=name, namespace=namespace)
+        except NotFoundError:
+            return None
+
+    def foreign(self, kind, live):
+        """The conflict record when ``live`` exists and is not the owner's, else None."""
+        if live is None or self.owner is None or owned(live, self.owner, self.adopt.get(kind)):
+            return None
+        return conflict(kind, live, self.owner)
+
+    def apply(self, manifest):
+        """Plan and (unless check mode) send one manifest. Returns (action, body or patch or conflict)."""
+        api_version, kind, name, namespace = identity(manifest)
+        resource = self.resource(api_version, kind)
+        if not resource.namespaced:
+            namespace = None
+        elif not namespace:
+            raise ModuleFailure("%s %s: metadata.namespace is required" % (kind, name))
+        manifest = stamped(manifest, self.owner)
+        live = self.read(resource, name, namespace)
+        found = self.foreign(kind, live)
+        if found:
+            return "conflict", found
+        action, body = plan(manifest, live)
+        release = without_owner_reference(live, self.owner) if kind in self.kept and live else None
+        if release is not None:  # a kept object found owned (created before, or the create below was cut short)
+            action, body = "patch", dict(body or {}, metadata=dict((body or {}).get("metadata") or {}, ownerReferences=release))
+        if self.check_mode or action == "unchanged":
+            return action, body
+        try:
+            if action == "create":
+                created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
+                self.release(resource, kind, created, namespace)
+            else:
+                self.kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH,
+                                field_manager=self.field_manager)
+        except ConflictError:
+            # The read came from a cache that had not seen the object yet: read it from the API server
+            # (the proxy passes a cache miss through) and enforce all of it, if it is the owner's.
+            if action != "create":
+                raise
+            live = self.read(resource, name, namespace) or {}
+            found = self.foreign(kind, live)
+            if found:
+                return "conflict", found
+            action, body = "patch", three_way_patch(None, with_record(manifest), live)
+            self.kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH,
+                            field_manager=self.field_manager)
+        except NotFoundError:
+            if action != "patch":
+                raise
+            action, body = "create", with_record(manifest)
+            created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
+            self.release(resource, kind, created, namespace)
         return action, body
-    try:
-        if action == "create":
-            kube.create(resource, body=body, namespace=namespace, field_manager=field_manager)
-        else:
-            kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
-    except ConflictError:
-        # The read came from a cache that had not seen the object yet: it exists, so enforce all of it.
-        if action != "create":
-            raise
-        action, body = "patch", three_way_patch(None, with_record(manifest), {})
-        kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH, field_manager=field_manager)
-    except NotFoundError:
-        if action != "patch":
-            raise
-        action, body = "create", with_record(manifest)
-        kube.create(resource, body=body, namespace=namespace, field_manager=field_manager)
-    return action, body
 
+    def release(self, resource, kind, created, namespace):
+        """Drop the owner reference the proxy added to a kept object at once: it is owned only
+        between these two requests, while it is new and holds nothing yet."""
+        refs = without_owner_reference(created, self.owner) if kind in self.kept else None
+        if refs is not None:
+            meta = created["metadata"]
+            self.kube.patch(resource, body={"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}},
+                            name=meta["name"], namespace=namespace, content_type=MERGE_PATCH, field_manager=self.field_manager)
 
-def remove_one(kube, reference, check_mode):
-    """Delete one object of ``absent`` if it exists. Returns whether it existed."""
-    metadata = reference.get("metadata") or {}
-    manifest = {
-        "apiVersion": reference.get("apiVersion"),
-        "kind": reference.get("kind"),
-        "metadata": {"name": reference.get("name") or metadata.get("name"),
-                     "namespace": reference.get("namespace") or metadata.get("namespace")},
-    }
-    api_version, kind, name, namespace = identity(manifest)
-    try:
-        resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
-        raise ModuleFailure(str(exc))
-    namespace = namespace if resource.namespaced else None
-    try:
-        kube.get(resource, name=name, namespace=namespace)
-        if not check_mode:
-            kube.delete(resource, name=name, namespace=namespace, body={"propagationPolicy": "Background"})
-    except NotFoundError:
-        return False
-    return True
+    def remove(self, reference):
+        """Delete one object of ``absent`` if it exists and is the owner's. Returns (existed, conflict)."""
+        metadata = reference.get("metadata") or {}
+        manifest = {
+            "apiVersion": reference.get("apiVersion"),
+            "kind": reference.get("kind"),
+            "metadata": {"name": reference.get("name") or metadata.get("name"),
+                         "namespace": reference.get("namespace") or metadata.get("namespace")},
+        }
+        api_version, kind, name, namespace = identity(manifest)
+        resource = self.resource(api_version, kind)
+        namespace = namespace if resource.namespaced else None
+        live = self.read(resource, name, namespace)
+        if live is None:
+            return False, None
+        found = self.foreign(kind, live)
+        if found:
+            return False, found
+        if not self.check_mode:
+            try:
+                self.kube.delete(resource, name=name, namespace=namespace, body={"propagationPolicy": "Background"})
+            except NotFoundError:
+                return False, None
+        return True, None
 
 
 def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
-    objects, patches, removed = [], {}, []
+    objects, patches, removed, conflicts = [], {}, [], []
     where = ["applying"]
     with reported_api_errors(lambda: where[0], objects=objects):
-        kube = client or build_client(params)
+        applier = Applier(client or build_client(params), params, check_mode)
         for manifest in params["definitions"]:
             where[0] = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
-            action, body = apply_one(kube, manifest, params["field_manager"], check_mode)
+            action, body = applier.apply(manifest)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
+            if action == "conflict":
+                conflicts.append(body)
+                break  # what follows depends on this object (the Job on the volume, the Deployment behind the Service)
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
-        for reference in params["absent"] or []:
+        # After a conflict nothing is removed either: the model does not move until it is resolved.
+        for reference in [] if conflicts else params["absent"] or []:
             where[0] = "removing %s %s" % (reference.get("kind"), reference.get("name") or (reference.get("metadata") or {}).get("name"))
-            if remove_one(kube, reference, check_mode):
+            existed, found = applier.remove(reference)
+            if found:
+                conflicts.append(found)
+            elif existed:
                 removed.append({"kind": reference["kind"], "name": reference.get("name") or reference["metadata"]["name"]})
-    result = {"changed": bool(removed) or any(item["action"] != "unchanged" for item in objects), "objects": objects, "removed": removed}
+    changed = bool(removed) or any(item["action"] in ("created", "patched") for item in objects)
+    result = {"changed": changed, "objects": objects, "removed": removed, "conflicts": conflicts}
     if diff:
         result["diff"] = {"before": {}, "after": patches}
     return result

@@ -14,6 +14,9 @@ description:
   - Nothing is sent for an object that is already gone, already being deleted, or already holds every
     field of its patch; a missing object is never an error (404 is done). Safe to run again and again,
     as a finalizer must be.
+  - With O(owner), an object that is not proven the owner's (its owner references or the owner's UID
+    label; for the kinds of O(adopt), the operator's labels and an annotation) is left untouched,
+    whatever its name, and reported in RV(foreign).
   - Then, with O(wait_gone), lists the objects it names (by label selector or name) until none is left
     or O(wait_gone.timeout) seconds have passed, and returns the names still there. It never waits longer;
     what to do about objects that remain (requeue) is the caller's decision.
@@ -55,6 +58,13 @@ options:
   namespace:
     description: The namespace of entries that name none.
     type: str
+  owner:
+    description: The object the named ones must belong to (C(name) and C(uid)); turns on the ownership check.
+    type: dict
+  adopt:
+    description: Kinds whose objects the operator's labels and this annotation also prove the owner's.
+    type: dict
+    default: {}
   propagation_policy:
     description: How the garbage collector treats the dependents of deleted objects.
     type: str
@@ -112,11 +122,17 @@ RETURN = r"""
 objects:
   description: >-
     What was done to each object, in the order of O(objects): deleted, patched, unchanged, gone (was not
-    there) or deleting (its deletion had already begun).
+    there), deleting (its deletion had already begun) or foreign (not the owner's: untouched).
   returned: always
   type: list
   elements: dict
   sample: [{kind: Job, name: mistral-pull, action: gone}, {kind: Deployment, name: mistral, action: patched}]
+foreign:
+  description: The objects left untouched because they are not the owner's, with a message saying what to do.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: Job, name: mistral-pull, message: "Job mistral-pull already exists and is not this LLMModel's ..."}]
 remaining:
   description: Names of the objects of O(wait_gone) still there when the module returned (with a deletion begun or not).
   returned: always
@@ -131,6 +147,7 @@ from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, 
 from ansible.module_utils.llmmodel_kube import MERGE_PATCH, NotFoundError, ResourceNotFoundError
 from ansible.module_utils.llmmodel_manifests import contains
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
+from ansible.module_utils.llmmodel_ownership import conflict, owned
 
 POLL_SECONDS = 0.25
 
@@ -150,6 +167,8 @@ ARGUMENT_SPEC = {
         "required_if": [["state", "patched", ["patch"]]],
     },
     "namespace": {"type": "str"},
+    "owner": {"type": "dict"},
+    "adopt": {"type": "dict", "default": {}},
     "propagation_policy": {"type": "str", "choices": ["Background", "Foreground", "Orphan"], "default": "Background"},
     "wait_gone": {
         "type": "dict",
@@ -188,14 +207,18 @@ def resource_of(kube, api_version, kind):
         raise ModuleFailure(str(exc))
 
 
-def change_one(kube, entry, propagation_policy, check_mode):
-    """Delete or patch one object; returns what was done."""
+def change_one(kube, entry, params, check_mode, foreign):
+    """Delete or patch one object; returns what was done. A foreign object is added to ``foreign``."""
+    propagation_policy = params["propagation_policy"]
     resource = resource_of(kube, entry["api_version"], entry["kind"])
     namespace = entry["namespace"] if resource.namespaced else None
     try:
         live = kube.get(resource, name=entry["name"], namespace=namespace)
     except NotFoundError:
         return "gone"
+    if params["owner"] and not owned(live, params["owner"], (params["adopt"] or {}).get(entry["kind"])):
+        foreign.append(conflict(entry["kind"], live, params["owner"]))
+        return "foreign"
     if (live.get("metadata") or {}).get("deletionTimestamp"):
         return "deleting"
     if entry["state"] == "patched" and applied(live, entry["patch"]):
@@ -228,7 +251,7 @@ def still_there(kube, wait):
 
 def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
-    objects, remaining = [], []
+    objects, remaining, foreign = [], [], []
     where = ["starting"]
     with reported_api_errors(lambda: where[0], objects=objects):
         kube = client or build_client(params)
@@ -236,7 +259,7 @@ def run(params, check_mode=False, diff=False, client=None):
             entry = dict(entry, namespace=entry["namespace"] or params["namespace"])
             where[0] = "%s %s" % (entry["kind"], entry["name"])
             objects.append({"kind": entry["kind"], "name": entry["name"],
-                            "action": change_one(kube, entry, params["propagation_policy"], check_mode)})
+                            "action": change_one(kube, entry, params, check_mode, foreign)})
         wait = params["wait_gone"]
         if wait:
             wait = dict(wait, namespace=wait["namespace"] or params["namespace"])
@@ -247,7 +270,7 @@ def run(params, check_mode=False, diff=False, client=None):
                 time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
                 remaining = still_there(kube, wait)
     changed = any(item["action"] in ("deleted", "patched") for item in objects)
-    return {"changed": changed, "objects": objects, "remaining": remaining}
+    return {"changed": changed, "objects": objects, "remaining": remaining, "foreign": foreign}
 
 
 def main():

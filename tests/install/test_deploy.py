@@ -125,6 +125,7 @@ def test_replicaset_creates_the_manager_pod(deployed):
 # (verb, resource, namespace or "" for cluster scope or "*" for all namespaces, subresource)
 ALLOWED = [
     ("get", "llmmodels.inference.ai.example.com", "*", ""),
+    ("list", "llmmodels.inference.ai.example.com", "*", ""),
     ("watch", "llmmodels.inference.ai.example.com", "*", ""),
     ("update", "llmmodels.inference.ai.example.com", "default", ""),
     ("patch", "llmmodels.inference.ai.example.com", "default", "status"),
@@ -135,15 +136,14 @@ ALLOWED = [
     ("create", "services", "default", ""),
     ("patch", "services", "default", ""),
     ("create", "deployments.apps", "default", ""),
-    ("update", "deployments.apps", "default", ""),
+    ("patch", "deployments.apps", "default", ""),
     ("create", "jobs.batch", "default", ""),
     ("delete", "jobs.batch", "default", ""),
     ("list", "pods", "*", ""),
-    ("get", "pods", "default", ""),
-    ("get", "secrets", "default", ""),
-    ("get", "secrets", "kube-system", ""),
     ("create", "events", "default", ""),
-    ("patch", "events", "default", ""),
+    ("create", "roles.rbac.authorization.k8s.io", "default", ""),
+    ("delete", "rolebindings.rbac.authorization.k8s.io", "default", ""),
+    ("delete", "serviceaccounts", "default", ""),
     ("update", "leases.coordination.k8s.io", NAMESPACE, ""),
     ("create", "tokenreviews.authentication.k8s.io", "", ""),
     ("create", "subjectaccessreviews.authorization.k8s.io", "", ""),
@@ -151,6 +151,9 @@ ALLOWED = [
 DENIED = [
     ("*", "*", "", ""),
     ("*", "*", "default", ""),
+    # The credentials Secret is never read: a missing one is told by the pull pod's kubelet.
+    ("get", "secrets", "default", ""),
+    ("get", "secrets", "kube-system", ""),
     ("list", "secrets", "*", ""),
     ("list", "secrets", "default", ""),
     ("watch", "secrets", "*", ""),
@@ -184,6 +187,11 @@ DENIED = [
     ("impersonate", "users", "", ""),
     ("update", "customresourcedefinitions.apiextensions.k8s.io", "", ""),
     ("delete", "llmmodels.inference.ai.example.com", "default", "finalizers"),
+    # Models are the users': the operator never creates or deletes one, nor changes its status' readers.
+    ("create", "llmmodels.inference.ai.example.com", "default", ""),
+    ("delete", "llmmodels.inference.ai.example.com", "default", ""),
+    ("update", "deployments.apps", "default", ""),
+    ("update", "services", "default", ""),
     ("create", "leases.coordination.k8s.io", "default", ""),
     ("create", "leases.coordination.k8s.io", "kube-system", ""),
 ]

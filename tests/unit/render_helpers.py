@@ -28,8 +28,9 @@ def model(name="m", namespace="ns", generation=1, **serve):
     }
 
 
-def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployment=None, server_ready=False):
-    """One rendering case: the object and what the reconcile observed."""
+def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployment=None, server_ready=False,
+         render_pull=False, pull_beside_server=False):
+    """One rendering case: the object and what the reconcile observed (render_pull: the pull Job too)."""
     source = source_id(obj)
     annotations = {SOURCE_ANNOTATION: source if weights_ready else ""}
     annotations.update(pvc_annotations or {})
@@ -41,6 +42,8 @@ def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployme
         "weights_ready": weights_ready,
         "pulled": pulled or {},
         "server_ready": server_ready,
+        "render_pull": render_pull,
+        "pull_beside_server": pull_beside_server,
     }
 
 

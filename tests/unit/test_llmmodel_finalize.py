@@ -82,8 +82,17 @@ def test_pods_gone_in_time_release_the_model_at_once(finalized):
         "its namespace is being deleted, and every PersistentVolumeClaim in it with it: the weights volume m-weights "
         "goes too although purgeWeightsOnDelete is false")
     [stop, remove] = calls["llmmodel_objects"]
-    assert [o["kind"] for o in remove["objects"]] == ["Deployment", "Service", "PersistentVolumeClaim"]
-    assert remove["objects"][2]["state"] == "patched" and remove["objects"][2]["patch"]["metadata"]["ownerReferences"] == []
+    # Every child by name (an orphaning deletion leaves the garbage collector nothing to do), the volume last.
+    assert [o["kind"] for o in remove["objects"]] == [
+        "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Deployment", "RoleBinding", "Role", "ServiceAccount",
+        "PersistentVolumeClaim"]
+    assert {o["name"] for o in remove["objects"][:4]} == {"m"} and {o["name"] for o in remove["objects"][4:7]} == {"m-puller"}
+    assert remove["objects"][-1]["state"] == "patched" and remove["objects"][-1]["patch"]["metadata"]["ownerReferences"] == []
+    # Only what is proven the model's is touched: both calls carry the owner, and the volume may be adopted.
+    for call in (stop, remove):
+        assert call["owner"] == {"name": "m", "uid": "u-1"}
+        assert call["adopt"] == {"PersistentVolumeClaim": "inference.ai.example.com/weights-source"}
+    assert "app.kubernetes.io/managed-by=llm-operator" in stop["wait_gone"]["label_selector"]
     assert calls["requeue_after"] == []
 
 
@@ -92,7 +101,7 @@ def test_a_purged_volume_is_deleted_and_the_namespace_event_says_it_goes(finaliz
     [status] = calls["llmmodel_status"]
     assert status["status"]["message"] == "deleting the weights volume"
     assert status["event"]["namespace_terminating_message"].endswith("the weights volume m-weights goes too")
-    assert calls["llmmodel_objects"][1]["objects"][2]["state"] == "absent"
+    assert calls["llmmodel_objects"][1]["objects"][-1]["state"] == "absent"
 
 
 def test_pods_still_stopping_are_waited_for_by_requeue(finalized):
@@ -126,4 +135,4 @@ def test_a_purged_model_past_the_timeout_still_deletes_its_volume(finalized):
     [status] = calls["llmmodel_status"]
     assert status["status"]["message"] == "gave up waiting for 2 pod(s) after 600s; deleting the weights volume"
     assert "(deleting the weights volume)" in status["event"]["message"]
-    assert calls["llmmodel_objects"][1]["objects"][2]["state"] == "absent"
+    assert calls["llmmodel_objects"][1]["objects"][-1]["state"] == "absent"

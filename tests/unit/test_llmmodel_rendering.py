@@ -54,6 +54,9 @@ CASES = {
     ),
     "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
     "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, pulled={"gguf": "x.gguf", "size": GIB}),
+    "root image": case(model(image="registry.example/needs-root:1", securityContext={"runAsNonRoot": False, "runAsUser": 0})),
+    "gpu pool": case(model(runtime="vllm", gpuCount=1, nodeSelector={"pool": "gpu"}), weights_ready=False, render_pull=True),
+    "repull beside the server": case(model(runtime="vllm"), weights_ready=False, render_pull=True, pull_beside_server=True),
 }
 
 
@@ -167,7 +170,8 @@ def test_ollama_creates_the_model_in_an_init_container_then_serves(rendered):
     server, init = pod["containers"][0], pod["initContainers"][0]
     assert server["image"] == init["image"] == "ollama/ollama:0.13.5"
     assert server["args"] == ["serve"]
-    assert {e["name"]: e["value"] for e in server["env"]} == {"OLLAMA_HOST": "0.0.0.0:11434", "OLLAMA_MODELS": "/ollama-models"}
+    assert {e["name"]: e["value"] for e in server["env"]} == {"OLLAMA_HOST": "0.0.0.0:11434", "OLLAMA_MODELS": "/ollama-models",
+                                                             "HOME": "/tmp"}
     assert server["ports"][0]["containerPort"] == 11434
     assert {probe["httpGet"]["path"] for probe in probes(server).values()} == {"/api/version"}
     init_env = {e["name"]: e["value"] for e in init["env"]}
@@ -207,7 +211,7 @@ def test_startup_budget(rendered, name, seconds, reason):
     assert reason in status["startupBudgetReason"]
 
 
-def test_several_replicas_roll_one_at_a_time_on_the_volumes_node_with_a_budget(rendered):
+def test_several_replicas_roll_one_at_a_time_on_the_volumes_node_without_a_budget(rendered):
     result = rendered["custom with replicas"]
     deployment = result["objects"]["Deployment"]
     assert deployment["spec"]["replicas"] == 3
@@ -217,10 +221,9 @@ def test_several_replicas_roll_one_at_a_time_on_the_volumes_node_with_a_budget(r
         "topologyKey": "kubernetes.io/hostname",
         "labelSelector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]},
     }]
-    pdb = result["objects"]["PodDisruptionBudget"]
-    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}}
-    assert "HorizontalPodAutoscaler" not in result["objects"]
-    assert deployment["metadata"]["annotations"][CHILDREN_ANNOTATION] == "PodDisruptionBudget"
+    # All on the node of the ReadWriteOnce volume: a budget of one at a time would block a drain for good.
+    assert "PodDisruptionBudget" not in result["objects"] and "HorizontalPodAutoscaler" not in result["objects"]
+    assert CHILDREN_ANNOTATION not in deployment["metadata"]["annotations"]
     status = result["state"]["status"]["server"]
     assert status["strategy"] == "RollingUpdate" and "maxSurge 0" in status["strategyReason"]
     assert status["replicas"] == 3
@@ -231,7 +234,10 @@ def test_read_write_many_needs_no_affinity(rendered):
     result = rendered["rwx"]
     assert "affinity" not in result["objects"]["Deployment"]["spec"]["template"]["spec"]
     assert result["objects"]["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert "PodDisruptionBudget" in result["objects"]
+    deployment = result["objects"]["Deployment"]
+    pdb = result["objects"]["PodDisruptionBudget"]
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}}
+    assert deployment["metadata"]["annotations"][CHILDREN_ANNOTATION] == "PodDisruptionBudget"
 
 
 def test_autoscaling_creates_an_hpa_and_starts_at_its_minimum(rendered):
@@ -245,7 +251,7 @@ def test_autoscaling_creates_an_hpa_and_starts_at_its_minimum(rendered):
     ]
     deployment = result["objects"]["Deployment"]
     assert deployment["spec"]["replicas"] == 2
-    assert deployment["metadata"]["annotations"][CHILDREN_ANNOTATION] == "HorizontalPodAutoscaler,PodDisruptionBudget"
+    assert deployment["metadata"]["annotations"][CHILDREN_ANNOTATION] == "HorizontalPodAutoscaler"
     status = result["state"]["status"]["server"]
     assert status["replicas"] is None and status["autoscaling"] == "HPA m, 2-5 replicas"
 
@@ -276,3 +282,48 @@ def test_nothing_about_the_server_while_the_weights_are_missing(rendered):
     annotations = result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"]
     assert annotations[FILE_ANNOTATION] == "" and annotations[BYTES_ANNOTATION] == ""
     assert "server" not in result["state"]["status"]
+
+
+POD_RESTRICTED = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+@pytest.mark.parametrize("name, user", [("custom", None), ("vllm", 1000), ("llamacpp from the pull", 10001), ("ollama", 1000)])
+def test_server_pods_are_hardened_with_the_presets_user(rendered, name, user):
+    pod = rendered[name]["objects"]["Deployment"]["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    security = pod["securityContext"]
+    assert security["runAsNonRoot"] is True and security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert security.get("runAsUser") == user
+    for container in pod["containers"] + pod.get("initContainers", []):
+        assert container["securityContext"] == POD_RESTRICTED
+
+
+def test_an_image_that_needs_root_says_so_in_its_spec(rendered):
+    pod = rendered["root image"]["objects"]["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsNonRoot": False, "runAsUser": 0, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert pod["containers"][0]["securityContext"] == POD_RESTRICTED  # root, but still no capability
+
+
+def test_the_rollout_deadline_leaves_room_for_the_startup_budget(rendered):
+    for name in ("custom", "ollama", "llamacpp from the volume"):
+        deployment = rendered[name]["objects"]["Deployment"]
+        budget = rendered[name]["state"]["status"]["server"]["startupBudgetSeconds"]
+        assert deployment["spec"]["progressDeadlineSeconds"] == budget + 600
+
+
+def test_the_pull_runs_where_the_server_may_run(rendered):
+    pod = rendered["gpu pool"]["objects"]["Job"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"pool": "gpu"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "affinity" not in pod
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["containers"][0]["securityContext"] == {**POD_RESTRICTED, "readOnlyRootFilesystem": True}
+
+
+def test_a_new_pull_beside_a_running_server_goes_to_its_node(rendered):
+    result = rendered["repull beside the server"]
+    job = result["objects"]["Job"]
+    terms = job["spec"]["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == [{"topologyKey": "kubernetes.io/hostname",
+                      "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "m", "app.kubernetes.io/component": "server"}}}]
+    assert job["metadata"]["annotations"]["inference.ai.example.com/retry-pull"] == ""

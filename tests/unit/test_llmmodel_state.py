@@ -16,8 +16,9 @@ from unit_helpers import ROLE, VENV_BIN
 BASE = {
     "__llmmodel_name": "m",
     "__llmmodel_weights_ready": True,
-    "__llmmodel_credentials_problem": "",
     "__llmmodel_pull_failed": False,
+    "__llmmodel_pull_gave_up": False,
+    "__llmmodel_retry": "",
     "__llmmodel_pvc": {"status": {"phase": "Bound"}},
     "__llmmodel_pvc_name": "m-weights",
     "__llmmodel_job_name": "m-pull",
@@ -25,18 +26,25 @@ BASE = {
     "__llmmodel_source_id": "hf://acme/tiny@main",
     "__llmmodel_url": "http://m.ns.svc.cluster.local:8000",
     "__llmmodel_server_ready": False,
+    "__llmmodel_server_available": False,
+    "__llmmodel_service_exists": True,
+    "__llmmodel_all_conflicts": [],
     "__llmmodel_display_model": "acme/tiny",
     "__llmmodel_generation": 2,
     "__llmmodel_job_state": "absent",
     "__llmmodel_job": {},
+    "__llmmodel_deployment": {"spec": {"replicas": 2}, "status": {"availableReplicas": 0, "updatedReplicas": 1}},
     # How the server runs, as server.yaml.j2 decides it (its own tests: test_llmmodel_rendering.py).
     "__llmmodel_spec": {"serve": {}},
     "__llmmodel_server": {"problem": "", "runtime": "custom", "model_file": "", "replicas": 1, "autoscaling": False,
-                          "most_replicas": 1, "startup": {"seconds": 1800, "reason": "the default"},
+                          "most_replicas": 1, "startup": {"seconds": 1800, "reason": "the default"}, "health_path": "/health",
                           "strategy": "Recreate", "strategy_reason": "one replica"},
     "_inference_ai_example_com_llmmodel": {"status": {"phase": "Serving"}},
 }
 CRASH = {"reason": "CrashLoopBackOff", "message": "container server of pod m-1 keeps crashing; last run ended with exit code 1: boom"}
+CONFLICT = {"kind": "Service", "name": "m", "message": "Service m already exists and is not this LLMModel's (created by kubectl)"}
+AVAILABLE = {"spec": {"replicas": 2}, "status": {"availableReplicas": 1, "updatedReplicas": 1}}
+FAILURE = {"source": "hf://acme/tiny@main", "generation": 2, "retry": "", "reason": "PullFailed", "message": "not found: HTTP 404"}
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +57,26 @@ def render(tmp_path_factory):
 
     add("new crash loop", __llmmodel_server_problem=CRASH)
     add("same crash loop", __llmmodel_server_problem=CRASH,
-        _inference_ai_example_com_llmmodel={"status": {"phase": "Serving", "reportedProblem": "CrashLoopBackOff"}})
-    add("recovered", __llmmodel_server_ready=True,
-        _inference_ai_example_com_llmmodel={"status": {"phase": "Serving", "reportedProblem": "CrashLoopBackOff"}})
-    add("rolling out", _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}}, __llmmodel_job_state="complete",
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Degraded", "reportedProblem": "CrashLoopBackOff"}})
+    add("crash loop beside a replica that answers", __llmmodel_server_problem=CRASH, __llmmodel_server_available=True,
+        __llmmodel_deployment=AVAILABLE)
+    add("recovered", __llmmodel_server_ready=True, __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Degraded", "reportedProblem": "CrashLoopBackOff"}})
+    add("starting", _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}}, __llmmodel_job_state="complete",
         __llmmodel_job={"status": {"completionTime": "2026-03-01T12:00:00Z"}}, __llmmodel_weights_size="1073741824",
-        __llmmodel_revision="abc123")
-    add("pulling", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
-        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+        __llmmodel_revision="abc123", __llmmodel_deployment={})
+    add("rolling out", __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Deploying"}})
+    add("pulling", __llmmodel_weights_ready=False, __llmmodel_job_state="running", __llmmodel_deployment={},
+        __llmmodel_service_exists=False, _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("pulling new weights while the old serve", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
+        __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Serving"}})
     add("pull retries after an eviction", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
         __llmmodel_pull_problem={"reason": "PullEvicted", "message": "pod m-pull-x was evicted: low on memory; the Job retries"},
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("credentials missing", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
+        __llmmodel_pull_problem={"reason": "CredentialsNotFound", "message": "Secret hf not found in namespace ns"},
         _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
     add("pull OOMKilled", __llmmodel_weights_ready=False, __llmmodel_job_state="failed", __llmmodel_pull_failed=True,
         __llmmodel_pull_message="", __llmmodel_pull_problem={"reason": "PullOOMKilled", "message": "ran out of memory"},
@@ -66,6 +84,11 @@ def render(tmp_path_factory):
     add("pull failed", __llmmodel_weights_ready=False, __llmmodel_job_state="failed", __llmmodel_pull_failed=True,
         __llmmodel_pull_message="not found: HTTP 404 for https://host/m.gguf",
         _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("pull failed, its Job gone", __llmmodel_weights_ready=False, __llmmodel_pull_gave_up=True,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Failed", "reportedProblem": "PullFailed",
+                                                        "weights": {"failure": FAILURE}}})
+    add("name conflict", __llmmodel_all_conflicts=[CONFLICT], __llmmodel_service_exists=False,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Deploying"}})
 
     tmp = tmp_path_factory.mktemp("state")
     (tmp / "cases.json").write_text(json.dumps(cases))
@@ -101,9 +124,9 @@ def condition(state, ctype):
     return next(c for c in state["conditions"] if c["type"] == ctype)
 
 
-def test_a_new_server_problem_is_told_once(render):
+def test_a_new_server_problem_is_told_once_and_degrades_the_model(render):
     state = render["new crash loop"]
-    assert state["status"]["phase"] == "Serving"  # the weights are there
+    assert state["status"]["phase"] == "Degraded"  # the weights are there, the server does not answer
     assert condition(state, "Ready") | {"message": ""} == {"type": "Ready", "status": "False", "reason": "CrashLoopBackOff", "message": ""}
     assert state["status"]["message"] == CRASH["message"] == condition(state, "Ready")["message"]
     assert state["status"]["reportedProblem"] == "CrashLoopBackOff"
@@ -112,19 +135,58 @@ def test_a_new_server_problem_is_told_once(render):
     assert render["same crash loop"]["status"]["reportedProblem"] == "CrashLoopBackOff"
 
 
-def test_a_recovered_server_clears_the_problem_without_an_event(render):
+def test_a_problem_beside_a_replica_that_answers_is_degraded_but_ready(render):
+    state = render["crash loop beside a replica that answers"]
+    assert state["status"]["phase"] == "Degraded"
+    ready = condition(state, "Ready")
+    assert (ready["status"], ready["reason"]) == ("True", "PartiallyAvailable")
+    assert ready["message"] == "1 of 2 replicas answer; " + CRASH["message"]
+    assert state["event"]["reason"] == "CrashLoopBackOff"
+
+
+def test_a_recovered_server_clears_the_problem_and_says_it_serves(render):
     state = render["recovered"]
+    assert state["status"]["phase"] == "Serving"
     assert condition(state, "Ready")["status"] == "True" and state["status"]["reportedProblem"] is None
-    assert state["event"] is None
+    assert state["event"]["reason"] == "Serving" and state["event"]["type"] == "Normal"
+    assert state["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"
+
+
+def test_a_server_that_does_not_answer_yet_is_deploying_not_serving(render):
+    state = render["starting"]
+    assert state["status"]["phase"] == "Deploying"
+    ready = condition(state, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "Deploying")
+    assert "/health" in ready["message"] and "1800s" in ready["message"]
+    assert state["event"]["reason"] == "Deploying" and state["event"]["type"] == "Normal"
+    assert state["status"]["reportedProblem"] is None  # starting is no problem
+
+
+def test_a_rollout_with_a_replica_that_answers_serves(render):
+    state = render["rolling out"]
+    assert state["status"]["phase"] == "Serving"
+    ready = condition(state, "Ready")
+    assert (ready["status"], ready["reason"]) == ("True", "RollingOut")
+    assert state["event"]["message"] == "Deployment m serves hf://acme/tiny@main at http://m.ns.svc.cluster.local:8000"
 
 
 def test_progress_is_left_to_the_puller_while_it_runs_and_removed_after(render):
-    pulling = render["pulling"]["status"]["weights"]
-    assert "progress" not in pulling and pulling["size"] is None
-    done = render["rolling out"]
+    pulling = render["pulling"]["status"]
+    assert "progress" not in pulling["weights"] and pulling["weights"]["size"] is None
+    assert pulling["inferenceURL"] is None and pulling["serviceName"] is None  # no Service yet: no URL
+    done = render["starting"]
     assert done["status"]["weights"]["progress"] is None
     assert done["status"]["weights"]["size"] == 1073741824 and done["status"]["weights"]["revision"] == "abc123"
-    assert done["event"]["reason"] == "Serving"  # a phase change, no problem
+
+
+def test_a_new_pull_says_the_previous_weights_still_serve(render):
+    state = render["pulling new weights while the old serve"]
+    assert state["status"]["phase"] == "Pulling"
+    assert condition(state, "WeightsReady")["reason"] == "Pulling"
+    ready = condition(state, "Ready")
+    assert (ready["status"], ready["reason"]) == ("True", "ServingPreviousWeights")
+    assert state["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"
+    assert state["status"]["message"] == "Job m-pull is pulling hf://acme/tiny@main; " + ready["message"]
 
 
 def test_pull_problems(render):
@@ -142,3 +204,36 @@ def test_pull_problems(render):
     assert condition(failed, "WeightsReady")["reason"] == "PullFailed"
     assert failed["status"]["message"] == "not found: HTTP 404 for https://host/m.gguf"
     assert failed["status"]["reportedProblem"] == "PullFailed"
+
+
+def test_a_missing_credentials_secret_fails_the_model_until_it_exists(render):
+    state = render["credentials missing"]
+    assert state["status"]["phase"] == "Failed"
+    for ctype in ("WeightsReady", "Ready"):
+        assert condition(state, ctype)["reason"] == "CredentialsNotFound"
+    assert state["status"]["message"] == "Secret hf not found in namespace ns"
+    assert state["requeue"] == "30s"  # the pod starts by itself once the Secret exists; the model looks again
+
+
+def test_a_failed_pull_is_recorded_and_stays_failed_once_its_job_is_gone(render):
+    failed = render["pull failed"]["status"]["weights"]["failure"]
+    assert failed == {"source": "hf://acme/tiny@main", "generation": 2, "retry": "", "reason": "PullFailed",
+                      "message": "not found: HTTP 404 for https://host/m.gguf"}
+    gone = render["pull failed, its Job gone"]
+    assert gone["status"]["phase"] == "Failed"
+    assert gone["status"]["weights"]["failure"] == FAILURE
+    assert condition(gone, "WeightsReady")["message"] == "not found: HTTP 404"
+    assert "inference.ai.example.com/retry-pull" in condition(gone, "Ready")["message"]
+    assert gone["event"] is None and gone["requeue"] == ""  # told once, no retry loop
+    assert render["starting"]["status"]["weights"]["failure"] is None  # a good pull clears it
+
+
+def test_a_name_held_by_another_owner_fails_the_model_with_a_name_conflict(render):
+    state = render["name conflict"]
+    assert state["status"]["phase"] == "Failed"
+    ready = condition(state, "Ready")
+    assert (ready["status"], ready["reason"], ready["message"]) == ("False", "NameConflict", CONFLICT["message"])
+    assert state["status"]["message"] == CONFLICT["message"]
+    assert state["event"] == {"type": "Warning", "reason": "NameConflict", "message": CONFLICT["message"]}
+    assert state["status"]["inferenceURL"] is None
+    assert state["requeue"] == "60s"  # goes on by itself once the other object is gone

@@ -71,7 +71,7 @@ def test_pods_refused_by_pod_security(dynamic, namespace):
     found = diagnose_server([], now=None, deployment=deployment)
 
     assert found["reason"] == "PodCreationFailed", found
-    assert 'violates PodSecurity "restricted:latest"' in found["message"]
+    assert found["message"].startswith('Deployment m cannot create its pods (FailedCreate: violates PodSecurity "restricted:latest"')
     assert "namespace %s enforces the Pod Security level restricted:latest" % namespace in found["message"]
 
 

@@ -199,6 +199,7 @@ class FileServer(RecordingServer):
         self.send_length = True
         self.require_token: str | None = None
         self.chunk_delay = 0.0  # seconds between 64 KiB chunks
+        self.redirects: dict[str, str] = {}  # path -> Location of a 302 (a CDN's signed link, say)
 
     def add(self, path: str, data: bytes) -> str:
         self.files[path] = data
@@ -209,6 +210,9 @@ class FileServer(RecordingServer):
 
     def respond(self, handler, method, url) -> None:
         path = unquote(url.path)
+        if path in self.redirects:
+            self.send_status(handler, 302, {"Location": self.redirects[path]})
+            return
         if self.require_token and handler.headers.get("Authorization") != f"Bearer {self.require_token}":
             self.send_status(handler, 401, body=b"token required\n")
             return

@@ -3,36 +3,44 @@ from pathlib import Path
 
 import pytest
 
-from llm_model_puller.config import Settings, config_from_env
+from llm_model_puller.config import Settings, config_from_env, secrets_from_env
 from llm_model_puller.errors import UsageError
 
 SHA = "ab" * 32
 
 
 def test_hugging_face_defaults():
-    cfg = config_from_env({"HF_REPO": "acme/tiny", "HF_TOKEN": "t0k"})
+    env = {"HF_REPO": "acme/tiny", "HF_TOKEN": "t0k"}
+    cfg = config_from_env(env)
     assert cfg.dest == Path("/model-weights")
     assert cfg.source == "hf://acme/tiny@main"
     assert (cfg.hf_repo, cfg.hf_revision, cfg.hf_token, cfg.hf_endpoint) == ("acme/tiny", "main", "t0k", None)
-    assert cfg.secrets == ("t0k",)
+    assert secrets_from_env(env) == ["t0k"]
     assert cfg.settings == Settings()
 
 
 def test_url_with_checksum_and_knobs():
-    cfg = config_from_env(
-        {
-            "MODEL_URL": "gs://b/m.gguf",
-            "MODEL_SHA256": SHA.upper(),
-            "MODEL_DEST": "/w",
-            "HF_REVISION": "",  # Kubernetes renders absent optional values as empty strings
-            "PULLER_MAX_RETRIES": "0",
-            "PULLER_BACKOFF_SECONDS": "0.5",
-        }
-    )
+    env = {
+        "MODEL_URL": "gs://b/m.gguf",
+        "MODEL_SHA256": SHA.upper(),
+        "MODEL_DEST": "/w",
+        "HF_REVISION": "",  # Kubernetes renders absent optional values as empty strings
+        "PULLER_MAX_RETRIES": "0",
+        "PULLER_BACKOFF_SECONDS": "0.5",
+    }
+    cfg = config_from_env(env)
     assert (cfg.dest, cfg.source, cfg.file_name, cfg.sha256) == (Path("/w"), "gs://b/m.gguf", "m.gguf", SHA)
     assert cfg.fetch_url == "https://storage.googleapis.com/b/m.gguf"
     assert (cfg.settings.max_retries, cfg.settings.backoff_seconds) == (0, 0.5)
-    assert cfg.secrets == ()
+    assert secrets_from_env(env) == []
+
+
+def test_secrets_of_every_url_in_the_environment():
+    env = {"MODEL_URL": "https://h/m.gguf?sig=SIGNATURE", "HF_ENDPOINT": "https://user:hubpassword@hub",
+           "AWS_ENDPOINT_URL": "http://minio:miniosecret@m:9000", "HF_TOKEN": " hf_x "}
+    found = secrets_from_env(env)
+    assert {"hf_x", "sig=SIGNATURE", "SIGNATURE", "hubpassword", "miniosecret"} <= set(found)
+    assert config_from_env({"MODEL_URL": env["MODEL_URL"]}).source.startswith("https://h/m.gguf?query-sha256=")
 
 
 def test_aws_endpoint_variables():

@@ -52,7 +52,7 @@ def test_file_name_for_url_refuses_unusable_names(url):
 
 
 def test_redact_url_drops_credentials_query_and_fragment():
-    assert redact_url("https://user:pw@h:8443/p/m.gguf?X-Amz-Signature=abc#f") == "https://h:8443/p/m.gguf?…"
+    assert redact_url("https://user:pw@h:8443/p/m.gguf?X-Amz-Signature=abc#f") == "https://h:8443/p/m.gguf?<redacted>"
     assert redact_url("http://h/m.gguf") == "http://h/m.gguf"
 
 

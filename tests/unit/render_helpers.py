@@ -13,6 +13,8 @@ import ansible_runner
 
 from unit_helpers import REPO, ROLE, VENV_BIN
 
+from ansible.module_utils import llmmodel_source  # noqa: E402  (unit_helpers puts the role's module_utils there)
+
 RENDER_PLAYBOOK = REPO / "tests" / "unit" / "render" / "render.yml"
 SOURCE_ANNOTATION = "inference.ai.example.com/weights-source"
 GIB = 1024**3
@@ -60,10 +62,8 @@ def pulled_by_pod(obj, record):
 
 
 def source_id(obj):
-    source = obj["spec"]["source"]
-    if "huggingFaceRepo" in source:
-        return "hf://%s@%s" % (source["huggingFaceRepo"], source.get("revision", "main"))
-    return source["url"] + ("#sha256=" + source["sha256"] if "sha256" in source else "")
+    """The weights' identity the role derives for ``obj`` (module_utils/llmmodel_source.py)."""
+    return llmmodel_source.source_id(obj["spec"]["source"])
 
 
 def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plugins"):

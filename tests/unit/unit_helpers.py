@@ -47,7 +47,16 @@ def module_args(args: dict):
 
 
 def load_library_module(name: str):
-    spec = importlib.util.spec_from_file_location("llmmodel_library_" + name, LIBRARY / (name + ".py"))
+    return _load("llmmodel_library_" + name, LIBRARY / (name + ".py"))
+
+
+def load_filter_plugin(name: str):
+    """The role's filter plugin file ``name`` (filter_plugins/<name>.py), imported as Ansible would."""
+    return _load("llmmodel_filter_" + name, ROLE / "filter_plugins" / (name + ".py"))
+
+
+def _load(module_name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

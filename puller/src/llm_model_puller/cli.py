@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from . import __version__
-from .config import Config, config_from_env
+from .config import Config, config_from_env, secrets_from_env
 from .errors import DiskFullError, ExitCode, PullerError, UsageError, find_disk_full
 from .http_download import pull_url
 from .progress import Progress, human_bytes, log, redact, setup_logging
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__version__)
         return ExitCode.OK
     env = os.environ
-    secrets = [env.get("HF_TOKEN", "").strip()]
+    secrets = secrets_from_env(env)
     setup_logging(secrets)
     try:
         if args:

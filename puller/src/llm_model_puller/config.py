@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .errors import UsageError
-from .sources import URL_SCHEMES, file_name_for_url, hf_source, public_https_url
+from .sources import URL_SCHEMES, file_name_for_url, hf_source, public_https_url, redact_url, source_identity, url_secrets
 
 DEFAULT_DEST = "/model-weights"
 DEFAULT_REVISION = "main"
@@ -30,7 +30,7 @@ class Settings:
 @dataclass(frozen=True)
 class Config:
     dest: Path
-    source: str  # canonical: hf://owner/name@revision, or the URL as given
+    source: str  # canonical: hf://owner/name@revision, or the URL's identity (sources.source_identity)
     hf_repo: str | None = None
     hf_revision: str | None = None
     hf_token: str | None = None
@@ -41,10 +41,18 @@ class Config:
     sha256: str | None = None
     settings: Settings = Settings()
 
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        """Strings that must never reach a log line or the termination message."""
-        return (self.hf_token,) if self.hf_token else ()
+
+# Variables whose URL may carry credentials in its user info or query string.
+URL_VARIABLES = ("MODEL_URL", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+
+
+def secrets_from_env(env: Mapping[str, str]) -> list[str]:
+    """Strings that must never reach a log line or the termination message: the Hub token, and the
+    user info and query of every URL the environment gives (read before anything is validated)."""
+    found = [env.get("HF_TOKEN", "").strip()]
+    for name in URL_VARIABLES:
+        found += url_secrets(env.get(name, "").strip())
+    return [secret for secret in found if secret]
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -80,7 +88,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
 def _check_http_url(name: str, value: str) -> None:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"{name} must be an http(s) URL, got {value!r}")
+        raise UsageError(f"{name} must be an http(s) URL, got {redact_url(value)!r}")
 
 
 def config_from_env(env: Mapping[str, str]) -> Config:
@@ -134,7 +142,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
         raise UsageError(f"MODEL_URL: {exc}") from None
     return Config(
         dest=dest,
-        source=url,
+        source=source_identity(url),
         url=url,
         fetch_url=fetch_url,
         file_name=file_name,

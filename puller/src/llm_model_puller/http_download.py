@@ -59,7 +59,7 @@ def pull_url(cfg: Config, staging: Staging, progress: Progress) -> dict:
     log.info("sha256 %s %s", digest, "verified" if cfg.sha256 else "(no MODEL_SHA256 to compare with)")
     details = {"kind": "url", "sha256": digest}
     if cfg.fetch_url != cfg.url:
-        details["fetched_from"] = cfg.fetch_url
+        details["fetched_from"] = redact_url(cfg.fetch_url)
     return details
 
 
@@ -225,9 +225,8 @@ class Download:
             return etag
         return response.headers.get("Last-Modified")
 
-    def _describe(self, exc: Exception) -> str:
-        text = str(exc) or type(exc).__name__
-        query = urlsplit(self.url).query
-        if query:
-            text = text.replace(query, "…")
-        return f"{type(exc).__name__}: {text}"
+    @staticmethod
+    def _describe(exc: Exception) -> str:
+        # The text names the URL, query included: every log line and the termination message go
+        # through progress.redact, which removes it.
+        return f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"

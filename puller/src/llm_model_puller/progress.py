@@ -1,6 +1,7 @@
 """Log lines without secrets, and periodic progress reports."""
 
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -9,8 +10,21 @@ LOGGER_NAME = "llm_model_puller"
 log = logging.getLogger(LOGGER_NAME)
 
 
+# A URL's query and user info, wherever a URL stands in a text: "https://u:p@host/x?sig=..." and the
+# "url: /x?sig=..." of urllib3's errors. Links the puller never saw (a redirect to a signed CDN link)
+# are covered too, which a list of known secrets cannot do.
+_USER_INFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#'\"<>]*@")
+_QUERY = re.compile(r"(?P<url>(?:\b[A-Za-z][A-Za-z0-9+.-]*://|/)[^\s?#'\"<>]*)\?[^\s'\"<>]+")
+
+
+def scrub_urls(text: str) -> str:
+    """text with the user info and the query of every URL in it removed (the query marked <redacted>)."""
+    return _QUERY.sub(r"\g<url>?<redacted>", _USER_INFO.sub(r"\g<scheme>", text))
+
+
 class RedactingFormatter(logging.Formatter):
-    """Formats as usual, then replaces every secret (tracebacks included) with ***."""
+    """Formats as usual, then replaces every secret (tracebacks included) with *** and removes the
+    user info and query of every URL."""
 
     def __init__(self, secrets: Iterable[str]):
         super().__init__("%(asctime)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S%z")
@@ -31,10 +45,11 @@ def register_secret(secret: str) -> None:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """text without the secrets (longest first: a secret may contain a shorter one) and without the
+    user info and query of any URL."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return scrub_urls(text)
 
 
 def setup_logging(secrets: Iterable[str]) -> None:

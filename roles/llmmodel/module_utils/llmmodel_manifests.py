@@ -12,11 +12,18 @@ now, and the live object. Differences become one JSON merge patch (RFC 7386):
 
 Lists are replaced whole, as merge patch does; the API server applies its defaults again inside
 them. An object applied as rendered and unchanged since needs no request at all.
+
+A resource quantity is compared by value where the API types say a field is one (``QUANTITY_FIELDS``):
+the API server returns ``cpu: 1`` as ``"1"`` and ``0.5Gi`` as ``"512Mi"``, which are no change.
+Anywhere else a string stays a string: ``"1.0"`` and ``"1"`` in an env value, a label or an annotation
+are different values, and the path decides, never the look of the text.
 """
 
 from __future__ import annotations
 
 import json
+
+from ansible.module_utils.llmmodel_quantity import same_quantity
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -25,13 +32,46 @@ def _json_equal(left, right):
     return json.dumps(left, sort_keys=True) == json.dumps(right, sort_keys=True)
 
 
-def contains(live, wanted):
-    """Whether ``live`` holds every field of ``wanted`` with the same value (lists item by item)."""
+def quantity_field(path):
+    """Whether the field at ``path`` (keys from the object's root; list items count as one step)
+    holds a resource quantity, and whether it is one of a ResourceList (the API server rounds those
+    up to a milli). Returns None, "list" or "plain".
+
+    - ``.../resources/limits/<name>`` and ``.../resources/requests/<name>``: the ResourceLists of any
+      container, init container, pod-level resources or a PVC's ``spec.resources.requests.storage``;
+    - ``.../target/value`` and ``.../target/averageValue``: a HorizontalPodAutoscaler's MetricTarget.
+    """
+    if len(path) >= 3 and path[-3] == "resources" and path[-2] in ("limits", "requests"):
+        return "list"
+    if len(path) >= 2 and path[-2] == "target" and path[-1] in ("value", "averageValue"):
+        return "plain"
+    return None
+
+
+def _same_scalar(live, wanted, path):
+    if _json_equal(live, wanted):
+        return True
+    kind = quantity_field(path)
+    return kind is not None and same_quantity(live, wanted, resource_list=kind == "list")
+
+
+def contains(live, wanted, path=()):
+    """Whether ``live`` holds every field of ``wanted`` with the same value (lists item by item).
+
+    ``path`` is where ``live`` and ``wanted`` sit in their object (a tuple of keys, "[]" for a list
+    item): it tells which scalars are resource quantities, compared by value (``quantity_field``).
+    """
     if isinstance(wanted, dict):
-        return isinstance(live, dict) and all(key in live and contains(live[key], value) for key, value in wanted.items())
+        return isinstance(live, dict) and all(
+            key in live and contains(live[key], value, path + (key,)) for key, value in wanted.items()
+        )
     if isinstance(wanted, list):
-        return isinstance(live, list) and len(live) == len(wanted) and all(contains(a, b) for a, b in zip(live, wanted))
-    return _json_equal(live, wanted)
+        return (
+            isinstance(live, list)
+            and len(live) == len(wanted)
+            and all(contains(a, b, path + ("[]",)) for a, b in zip(live, wanted))
+        )
+    return _same_scalar(live, wanted, path)
 
 
 def last_applied(live):
@@ -46,17 +86,18 @@ def last_applied(live):
     return recorded if isinstance(recorded, dict) else None
 
 
-def three_way_patch(last, wanted, live):
-    """The merge patch that takes ``live`` to ``wanted``, removing what only ``last`` had set."""
+def three_way_patch(last, wanted, live, path=()):
+    """The merge patch that takes ``live`` to ``wanted``, removing what only ``last`` had set.
+    ``path``: where these sit in their object (see ``contains``)."""
     patch = {}
     last = last if isinstance(last, dict) else {}
     for key, value in wanted.items():
         current = live.get(key)
         if isinstance(value, dict) and value and isinstance(current, dict):
-            nested = three_way_patch(last.get(key), value, current)
+            nested = three_way_patch(last.get(key), value, current, path + (key,))
             if nested:
                 patch[key] = nested
-        elif key not in live or not contains(current, value):
+        elif key not in live or not contains(current, value, path + (key,)):
             patch[key] = value
     for key in last:
         if key not in wanted and key in live:

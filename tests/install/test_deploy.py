@@ -141,6 +141,7 @@ ALLOWED = [
     ("delete", "jobs.batch", "default", ""),
     ("list", "pods", "*", ""),
     ("create", "events", "default", ""),
+    ("list", "events", "default", ""),
     ("create", "roles.rbac.authorization.k8s.io", "default", ""),
     ("delete", "rolebindings.rbac.authorization.k8s.io", "default", ""),
     ("delete", "serviceaccounts", "default", ""),

@@ -40,6 +40,11 @@ options:
   namespace: {description: Namespace of the objects, type: str}
   resource_name: {description: Name of the object to read, type: str}
   label_selector: {description: Label selector of the objects to list, type: str}
+  field_selector:
+    description: >-
+      Field selector of the objects to list, or a list of them: one request each, the objects of
+      all of them in order (the role reads the events of a few named objects this way).
+    type: raw
   kubeconfig: {description: Path to a kubeconfig file, type: path}
   context: {description: Context of the kubeconfig, type: str}
   host: {description: URL of the API server, type: str}
@@ -61,7 +66,7 @@ _list:
   elements: dict
 """
 
-READ_OPTIONS = ("api_version", "kind", "namespace", "resource_name", "label_selector")
+READ_OPTIONS = ("api_version", "kind", "namespace", "resource_name", "label_selector", "field_selector")
 
 # One client per connection in a task's worker: the reads of one set_fact share its connection.
 _CLIENTS = {}
@@ -107,6 +112,12 @@ class LookupModule(LookupBase):
                         return [client.get(resource, name=kwargs["resource_name"], namespace=namespace)]
                     except NotFoundError:
                         return []
-                return client.get(resource, namespace=namespace, label_selector=kwargs.get("label_selector")).get("items") or []
+                selectors = kwargs.get("field_selector")
+                if isinstance(selectors, (list, tuple)):
+                    return [item for selector in selectors
+                            for item in client.get(resource, namespace=namespace, label_selector=kwargs.get("label_selector"),
+                                                   field_selector=selector).get("items") or []]
+                return client.get(resource, namespace=namespace, label_selector=kwargs.get("label_selector"),
+                                  field_selector=selectors).get("items") or []
         except ModuleFailure as exc:
             raise AnsibleError(exc.msg)

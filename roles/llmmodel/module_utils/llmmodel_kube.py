@@ -247,9 +247,9 @@ class KubeClient:
             raise ERRORS.get(status, ApiError)(status, reason, text)
         return json.loads(text) if text.strip() else {}
 
-    def get(self, resource, name=None, namespace=None, label_selector=None):
-        """One object by name, or the list (``items``) of the namespace (or cluster), label-selected."""
-        return self.request("GET", resource.path(name, namespace), {"labelSelector": label_selector})
+    def get(self, resource, name=None, namespace=None, label_selector=None, field_selector=None):
+        """One object by name, or the list (``items``) of the namespace (or cluster), label- or field-selected."""
+        return self.request("GET", resource.path(name, namespace), {"labelSelector": label_selector, "fieldSelector": field_selector})
 
     def create(self, resource, body, namespace=None, field_manager=None):
         return self.request("POST", resource.path(None, namespace), {"fieldManager": field_manager}, body)

@@ -146,18 +146,21 @@ def with_release_labels(obj: dict, pod_selector: dict) -> dict:
     labels = {k: v for k, v in (obj["metadata"].get("labels") or {}).items() if k not in ("app.kubernetes.io/name", "app.kubernetes.io/managed-by")}
     obj["metadata"]["labels"] = {"@@LABELS@@": None, **labels}
 
-    def visit(value):
-        if isinstance(value, dict):
-            if pod_selector and value.items() >= pod_selector.items() and "@@LABELS@@" not in value:
-                value["app.kubernetes.io/instance"] = "@@RELEASE@@"
-            for item in value.values():
-                visit(item)
-        elif isinstance(value, list):
-            for item in value:
-                visit(item)
-
-    visit(obj.get("spec"))
+    for mapping in mappings(obj.get("spec")):
+        if pod_selector and mapping.items() >= pod_selector.items():
+            mapping["app.kubernetes.io/instance"] = "@@RELEASE@@"
     return obj
+
+
+def mappings(value):
+    """Every mapping inside value, each before the ones it holds (which it may change meanwhile)."""
+    if isinstance(value, dict):
+        yield value
+        for item in list(value.values()):
+            yield from mappings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from mappings(item)
 
 
 def indented(lines: str, indent: int) -> str:
@@ -171,10 +174,6 @@ def to_template(obj: dict, extra: dict[str, str] | None = None) -> str:
     text = dump(obj)
     # Braces of the source (Prometheus' own templating in alert annotations) are data, not Helm's.
     text = re.sub(r"\{\{|\}\}", lambda m: "{{`" + m.group(0) + "`}}", text)
-
-    def block(match):
-        indent, expression = match.group(1), match.group(2)
-        return f"{indent}{{{{- {expression} | nindent {len(indent)} }}}}"
 
     text = re.sub(r"^( *)'@@LABELS@@': null$", lambda m: f'{m.group(1)}{{{{- include "llm-operator.labels" $ | nindent {len(m.group(1))} }}}}', text, flags=re.M)
     for token, expression in (extra or {}).items():

@@ -13,12 +13,14 @@ VENV ?= .venv
 HELM ?= bin/helm
 CHART ?= charts/llm-operator
 
-.PHONY: chart chart-lint
-chart: ## Regenerate charts/llm-operator from config/ (CRD, RBAC, manager, monitoring, default values).
-	@$(PYTHON) hack/build_tools.py kustomize
+.PHONY: chart chart-lint chart-tools
+# What the chart's generation and tests run: helm and kustomize (bin/, only when missing).
+chart-tools:
+	@$(PYTHON) hack/build_tools.py helm kustomize
+
+chart: chart-tools ## Regenerate charts/llm-operator from config/ (CRD, RBAC, manager, monitoring, default values).
 	$(VENV)/bin/python hack/chart.py --chart $(CHART) --kustomize bin/kustomize
 
-chart-lint: ## helm lint --strict of the chart, with its default values and each ci/ values file.
-	@$(PYTHON) hack/build_tools.py helm
+chart-lint: chart-tools ## helm lint --strict of the chart, with its default values and each ci/ values file.
 	$(HELM) lint --strict $(CHART)
 	@set -e; for values in $(CHART)/ci/*-values.yaml; do $(HELM) lint --strict --quiet -f $$values $(CHART); done

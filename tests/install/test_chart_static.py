@@ -47,16 +47,8 @@ def normalized(obj: dict) -> dict:
         labels.pop(label, None)
     obj["metadata"]["labels"] = labels
 
-    def drop_instance(value):
-        if isinstance(value, dict):
-            value.pop("app.kubernetes.io/instance", None)
-            for item in value.values():
-                drop_instance(item)
-        elif isinstance(value, list):
-            for item in value:
-                drop_instance(item)
-
-    drop_instance(obj.get("spec"))
+    for mapping in generator.mappings(obj.get("spec")):
+        mapping.pop("app.kubernetes.io/instance", None)
     if obj["kind"] == "Deployment":
         manager = manager_container([obj])
         manager["args"] = [a for a in manager["args"] if not a.startswith("--zap-log-level=")]

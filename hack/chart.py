@@ -18,7 +18,7 @@ config/prometheus with kustomize, exactly as `make deploy` would, and writes int
   values.schema.json (from roles/llmmodel/defaults/main.yml).
 
 The templates, _helpers.tpl, guard.yaml, Chart.yaml and the rest of values.yaml are written by hand.
-tests/install/test_chart.py fails when the committed chart differs from a fresh generation, and
+tests/install/test_chart_static.py fails when the committed chart differs from a fresh generation, and
 renders the chart to compare it with the kustomize build.
 
 Usage: chart.py [--chart DIR] [--kustomize PATH]

@@ -45,6 +45,8 @@ TOOLS = {
         "github.com/operator-framework/operator-sdk",
         "github.com/operator-framework/operator-sdk/cmd/operator-sdk",
     ),
+    # The chart's tests (charts/llm-operator): helm lint, template, install, upgrade, uninstall.
+    "helm": ("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm"),
     # The real node (hack/node.py).
     "kubelet": ("kubernetes", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet"),
     "kube-proxy": ("kubernetes", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-proxy"),
@@ -63,7 +65,7 @@ TOOLS = {
     "crictl": ("cri-tools", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl"),
 }
 
-# Tools the local cluster and the operator need; operator-sdk is only for the bundle.
+# Tools the local cluster and the operator need; operator-sdk is only for the bundle, helm for the chart.
 CLUSTER_TOOLS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl"]
 # The real node's parts: built only on request (`make node-tools`), not by `make tools`.
 NODE_TOOLS = [
@@ -114,6 +116,8 @@ def ldflags(tool: str, version: str) -> str:
         flags.append(f"-X github.com/operator-framework/operator-sdk/internal/version.Version={version}")
     if tool == "ansible-operator":
         flags.append(f"-X github.com/operator-framework/ansible-operator-plugins/internal/version.Version={version}")
+    if tool == "helm":
+        flags += [f"-X helm.sh/helm/v4/internal/version.version={version}", "-X helm.sh/helm/v4/internal/version.gitTreeState=clean"]
     module = TOOLS[tool][1]
     if module == "github.com/containerd/containerd/v2":
         flags.append(f"-X github.com/containerd/containerd/v2/version.Version={version}")

@@ -8,7 +8,7 @@
 # bundle                 the OLM bundle in bundle/ (committed; reproducible)
 # manifests-check        static checks of config/ (no cluster needed)
 # admission-test         CRD admission rules against the cluster in $(KUBECONFIG)
-# install-test           deploy/undeploy, RBAC, installer and bundle checks against that cluster
+# install-test           deploy/undeploy, RBAC, installer, bundle and Helm chart checks against that cluster
 #
 # The image is set in a throw-away kustomize overlay, so none of these targets edits config/.
 
@@ -116,5 +116,5 @@ admission-test: ## Run tests/admission against the cluster in $(KUBECONFIG) (mak
 	KUBECONFIG=$(KUBECONFIG) $(VENV)/bin/pytest -v tests/admission
 
 .PHONY: install-test
-install-test: ## Run tests/install against the cluster in $(KUBECONFIG): deploys and undeploys the operator.
+install-test: chart-tools ## Run tests/install against the cluster in $(KUBECONFIG): deploy/undeploy, installer, bundle, the Helm chart.
 	KUBECONFIG=$(KUBECONFIG) $(VENV)/bin/pytest -v tests/install

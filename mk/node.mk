@@ -25,12 +25,14 @@ node-status: ## Say whether the real node runs (containerd, kube-proxy, volumes,
 
 # e2e-test   the real lifecycle (tests/e2e): the project's images (`make images`, imported into the
 #            node at start) and the SmolLM2 model (`make model`); the cluster restarted with the
-#            real node; the operator deployed from its image (`make deploy IMG=...`); a model pulled
-#            from a local HTTP server and one from a local Hub-compatible endpoint, each answering a
-#            chat completion through its Service; delete keeps or purges the weights. Stops the
-#            cluster at the end and checks, as node-test does, that nothing of the node is left.
+#            real node; the operator installed from its image with the Helm chart (`helm install`,
+#            charts/llm-operator); a model pulled from a local HTTP server and one from a local
+#            Hub-compatible endpoint, each answering a chat completion through its Service; delete
+#            keeps or purges the weights; `helm upgrade` with new values while a model answers,
+#            `helm uninstall` with the model present, `make release-models`. Stops the cluster at
+#            the end and checks, as node-test does, that nothing of the node is left.
 .PHONY: e2e-test
-e2e-test: venv cluster-tools node-tools images model ## The e2e suite: operator image in-cluster, real pulls, SmolLM2 answering through its Service (real node).
+e2e-test: venv cluster-tools node-tools chart-tools images model ## The e2e suite: operator image installed by its Helm chart, real pulls, SmolLM2 answering through its Service, upgrade and uninstall (real node).
 	@$(MAKE) --no-print-directory cluster-down
 	@mkdir -p $(dir $(NODE_HOST_RECORD))
 	$(PYTHON) tests/node/host_state.py > $(NODE_HOST_RECORD)

@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client
 from kubernetes import config as kube_config
 
-from e2e_helpers import (HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, REPO,
-                         SERVER_IMAGE, kubectl, node, sha256_of, wait_until)
+from e2e_helpers import (CHART, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, RELEASE,
+                         REPO, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
 
 
@@ -64,14 +64,16 @@ def hub(model_bytes):
 
 @pytest.fixture(scope="session")
 def operator(api, hub):
-    """`make deploy IMG=...`: the real manager Deployment, its RBAC, in llm-operator-system (restricted
-    Pod Security), told where the Hub is (LLMMODEL_HF_ENDPOINT). Undeployed at the end. The namespace
-    is made first with the real node's annotations; `make deploy` applies its own labels over it."""
-    kubectl("apply", "--server-side", "--field-manager=e2e", "-f", "-", input_text=json.dumps(node.real_namespace(OPERATOR_NAMESPACE)))
-    subprocess.run(["make", "--no-print-directory", "deploy", f"IMG={IMG}", f"KUBECONFIG={KUBECONFIG}"], cwd=REPO, check=True,
-                   capture_output=True, text=True)
-    kubectl("set", "env", "-n", OPERATOR_NAMESPACE, f"deployment/{MANAGER}", f"LLMMODEL_HF_ENDPOINT={hub.url}",
-            f"LLMMODEL_PULLER_IMAGE={PULLER_IMAGE}")
+    """The operator installed from its Helm chart, as docs/install.md says: the release namespace made
+    first (restricted Pod Security enforced, and here the real node's annotations), then `helm install`
+    with the operator image, the puller image and the Hub endpoint (LLMMODEL_HF_ENDPOINT) as values.
+    Uninstalled at the end unless a test did (test_e2e_upgrade_uninstall.py)."""
+    namespace = node.real_namespace(OPERATOR_NAMESPACE)
+    namespace["metadata"]["labels"] = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+    kubectl("apply", "--server-side", "--field-manager=e2e", "-f", "-", input_text=json.dumps(namespace))
+    repository, tag = IMG.rsplit(":", 1)
+    helm("install", RELEASE, str(CHART), "-n", OPERATOR_NAMESPACE, "--set", f"image.repository={repository},image.tag={tag}",
+         "--set", f"pullerImage={PULLER_IMAGE},hfEndpoint={hub.url}")
     apps = client.AppsV1Api(api)
 
     def describe():
@@ -86,8 +88,9 @@ def operator(api, hub):
 
     wait_until("the operator's manager to be available on the real node", available, 240, describe)
     yield
-    subprocess.run(["make", "--no-print-directory", "undeploy", f"IMG={IMG}", f"KUBECONFIG={KUBECONFIG}", "UNDEPLOY_TIMEOUT=3m"],
-                   cwd=REPO, check=False, capture_output=True, text=True)
+    if helm("status", RELEASE, "-n", OPERATOR_NAMESPACE, check=False).returncode == 0:
+        kubectl("delete", "llmmodels", "--all", "--all-namespaces", "--timeout=180s", check=False, timeout=200)
+        helm("uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", check=False)
 
 
 @pytest.fixture(scope="session")

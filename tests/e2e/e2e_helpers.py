@@ -27,6 +27,11 @@ PULLER_IMAGE = os.environ.get("LLMMODEL_PULLER_IMAGE", "ghcr.io/llm-operator/llm
 SERVER_IMAGE = os.environ.get("LLAMA_SERVER_IMAGE", "ghcr.io/llm-operator/llama-server:0.7.0")
 MODEL_FILE = pathlib.Path(os.environ.get("LLM_E2E_MODEL", str(REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf")))
 OPERATOR_NAMESPACE = "llm-operator-system"
+# The operator is installed from its Helm chart; the release "llm-operator" names the manager as
+# `make deploy` does.
+HELM = str(REPO / "bin" / "helm")
+CHART = REPO / "charts" / "llm-operator"
+RELEASE = "llm-operator"
 MANAGER = "llm-operator-controller-manager"
 GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
 SERVED_NAME = "smollm2"
@@ -41,6 +46,14 @@ def kubectl(*args: str, check: bool = True, timeout: float = 120, input_text: st
                             timeout=timeout, check=False, input=input_text)
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+    return result
+
+
+def helm(*args: str, check: bool = True, timeout: float = 360) -> subprocess.CompletedProcess:
+    result = subprocess.run([HELM, "--kubeconfig", KUBECONFIG, *args], capture_output=True, text=True, timeout=timeout,
+                            check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
     return result
 
 

@@ -66,10 +66,10 @@ def source_id(obj):
     return llmmodel_source.source_id(obj["spec"]["source"])
 
 
-def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plugins"):
+def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plugins", envvars=None):
     """Run ``playbook`` over ``cases`` (extra var ``render_cases``) with the role's plugins, as
-    ansible-operator runs the role (through ansible-runner); it must succeed. Returns the runner,
-    whose job events carry the results."""
+    ansible-operator runs the role (through ansible-runner); it must succeed. ``envvars``: more of
+    the manager's environment. Returns the runner, whose job events carry the results."""
     env = {
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_GATHERING": "explicit",
@@ -81,6 +81,7 @@ def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plu
         "ANSIBLE_LIBRARY": str(ROLE / "library"),
         "ANSIBLE_ACTION_PLUGINS": str(action_plugins),
         "ANSIBLE_MODULE_UTILS": str(ROLE / "module_utils"),
+        **(envvars or {}),
     }
     runner = ansible_runner.run(
         private_data_dir=str(tmp_path), playbook=str(playbook), inventory="localhost ansible_connection=local",
@@ -91,9 +92,9 @@ def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plu
     return runner
 
 
-def render(cases: dict, tmp_path) -> dict:
+def render(cases: dict, tmp_path, envvars=None) -> dict:
     """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
-    runner = run_cases(RENDER_PLAYBOOK, cases, tmp_path)
+    runner = run_cases(RENDER_PLAYBOOK, cases, tmp_path, envvars=envvars)
     rendered = {}
     for event in runner.events:
         data = event.get("event_data", {})

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes import config as kube_config
 
-from e2e_helpers import (CHART, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, RELEASE,
+from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, RELEASE,
                          REPO, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
 
@@ -56,9 +56,11 @@ def model_server(model_bytes):
 
 @pytest.fixture(scope="session")
 def hub(model_bytes):
-    """A Hub-compatible endpoint (the puller's test Hub) on the bridge address, holding the GGUF repo."""
-    repo = HubRepo(files={MODEL_FILE.name: model_bytes, "README.md": b"SmolLM2 135M Instruct, GGUF\n"})
-    with FakeHub({HUB_REPO: repo}, host=node.NODE_IP) as server:
+    """A Hub-compatible endpoint (the puller's test Hub) on the bridge address, holding the GGUF repo,
+    and the same files in a gated repo that only GATED_TOKEN may read."""
+    files = {MODEL_FILE.name: model_bytes, "README.md": b"SmolLM2 135M Instruct, GGUF\n"}
+    repos = {HUB_REPO: HubRepo(files=files), GATED_REPO: HubRepo(files=dict(files), gated=True)}
+    with FakeHub(repos, token=GATED_TOKEN, host=node.NODE_IP) as server:
         yield server
 
 

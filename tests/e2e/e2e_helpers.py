@@ -36,6 +36,9 @@ MANAGER = "llm-operator-controller-manager"
 GROUP, VERSION, PLURAL = "inference.ai.example.com", "v1alpha1", "llmmodels"
 SERVED_NAME = "smollm2"
 HUB_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
+# The same files behind a gate: only the Hub token of GATED_TOKEN may read them.
+GATED_REPO = "llm-operator-e2e/SmolLM2-gated"
+GATED_TOKEN = "hf_e2eGatedToken"
 PORT = 8080
 # The probes here run kubectl or ask the model server: every 2 s is often enough.
 wait_until = functools.partial(poll_until, interval=2.0)

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e_helpers import HUB_REPO, GROUP, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PLURAL, SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until
+from e2e_helpers import GATED_REPO, GATED_TOKEN, HUB_REPO, GROUP, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PLURAL, SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until
 
 QUESTION = "What is the capital of France? Answer in one word."
 
@@ -22,7 +22,10 @@ def namespace(api, operator):
     name = f"e2e-{uuid.uuid4().hex[:6]}"
     core = client.CoreV1Api(api)
     manifest = node.real_namespace(name)
-    manifest["metadata"]["labels"] = {"llm-operator-test": "e2e"}
+    # The models' pods are hardened by default: restricted Pod Security admits them, and the project's
+    # llama-server image runs under it.
+    manifest["metadata"]["labels"] = {"llm-operator-test": "e2e", "pod-security.kubernetes.io/enforce": "restricted",
+                                      "pod-security.kubernetes.io/enforce-version": "latest"}
     core.create_namespace(manifest)
     wait_until(f"the default ServiceAccount of {name}",
                lambda: kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0, 30)
@@ -160,6 +163,34 @@ def test_hub_model_is_pulled_through_the_configured_endpoint_and_answers(api, na
     print(f"\n{name} answered (llamacpp preset): {answer_of(models, name, served_name=name)!r}")
     volume_dir = models.volume_dir(name)
     assert (volume_dir / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    models.delete(name)
+    wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
+               240, lambda: models.describe(name))
+
+
+def test_gated_model_waits_for_its_secret_then_serves(api, namespace, hub):
+    """The operator reads no Secret: the pull pod's real kubelet says the credentials Secret is missing,
+    the model says so (Failed, CredentialsNotFound), and once the Secret exists the pull runs with it."""
+    models = Models(api, namespace)
+    name = "smollm-gated"
+    body = llmmodel(name, {"huggingFaceRepo": GATED_REPO, "credentialsSecret": "hub-token"}, None, purge=True)
+    models.create(body)
+
+    def missing():
+        status = models.get(name).get("status", {})
+        weights = {c["type"]: c for c in status.get("conditions", [])}.get("WeightsReady", {})
+        return status.get("phase") == "Failed" and weights.get("reason") == "CredentialsNotFound" and weights
+
+    weights = wait_until(f"LLMModel {name} to say its Secret is missing", missing, 180, lambda: models.describe(name))
+    assert f"Secret hub-token not found in namespace {namespace}" in weights["message"], weights
+    assert not [r for r in hub.seen() if GATED_REPO in r.path], "the pull ran without its Secret"
+
+    models.core.create_namespaced_secret(namespace, {"metadata": {"name": "hub-token"}, "stringData": {"HF_TOKEN": GATED_TOKEN}})
+    models.wait_serving(name)
+    print(f"\n{name} answered (gated repo, token from its Secret): {answer_of(models, name, served_name=name)!r}")
+    everything = kubectl("get", "llmmodels,jobs,pods,events", "-n", namespace, "-o", "json", check=False).stdout
+    assert GATED_TOKEN not in everything, "the token shows up in an object"
+    volume_dir = models.volume_dir(name)
     models.delete(name)
     wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
                240, lambda: models.describe(name))

@@ -52,7 +52,12 @@ def main() -> int:
     print()
     print(kubectl("get", "llmmodels", "-n", NAMESPACE), end="")
     print()
-    print(f"demo: every sample is Serving. Try: KUBECONFIG={KUBECTL[2]} bin/kubectl get llmmodels,pvc,jobs,deploy,svc -n {NAMESPACE}")
+    # Honest about what ran: kwok plays these pods, so their Serving is the simulated readiness.
+    nodes = sorted(set(kubectl("get", "pods", "-n", NAMESPACE, "-o", "jsonpath={range .items[*]}{.spec.nodeName}{'\\n'}{end}").split()))
+    print(f"demo: SIMULATED: the samples' pods run on the kwok nodes ({', '.join(nodes) or 'none'}): no container runs, "
+          "no weights are downloaded, and Serving means kwok's simulated readiness. They show the operator's "
+          "objects and phases, not a model answering.")
+    print(f"demo: try: KUBECONFIG={KUBECTL[2]} bin/kubectl get llmmodels,pvc,jobs,deploy,svc -n {NAMESPACE}")
     if real_node_present():
         import demo_real
 

@@ -51,7 +51,8 @@ def main(kubectl_command: list[str]) -> None:
 
     if not MODEL_FILE.exists():
         sys.exit(f"demo: no {MODEL_FILE}: `make model` fetches it")
-    print(f"\ndemo: the real node: serving {MODEL_FILE.name} with llama.cpp in namespace {NAMESPACE}", flush=True)
+    print(f"\ndemo: REAL: on the real node (containerd, runc, a kubelet on this machine), {MODEL_FILE.name} is "
+          f"pulled into a real volume and served by llama.cpp in namespace {NAMESPACE}", flush=True)
     kubectl("apply", "-f", "-", stdin=json.dumps(node.real_namespace(NAMESPACE)))
     kubectl("apply", "-f", "-", stdin=json.dumps(model(fetch_model.sha256(MODEL_FILE))))
     deadline, last = time.monotonic() + TIMEOUT, ""
@@ -79,4 +80,4 @@ def main(kubectl_command: list[str]) -> None:
         reply = json.loads(answer.stdout)["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError):
         sys.exit(f"demo: no completion: {answer.stdout}{answer.stderr}")
-    print(f"\ndemo: SmolLM2 answered: {reply.strip()}\n")
+    print(f"\ndemo: SmolLM2 answered (REAL: a llama.cpp server on the real node): {reply.strip()}\n")

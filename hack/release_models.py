@@ -5,9 +5,11 @@ An LLMModel carries the finalizer inference.ai.example.com/cleanup; only the ope
 With the operator gone (uninstalled, scaled to zero, its namespace deleted), a deleted LLMModel
 would wait forever. This does the finalizer's work by hand, for each LLMModel of every namespace:
 
-1. with purgeWeightsOnDelete false, takes the LLMModel out of its weights volume's
-   ownerReferences, so the garbage collector keeps the volume (as the finalizer does);
-   with purgeWeightsOnDelete true, deletes the weights volume;
+1. with purgeWeightsOnDelete false, makes sure the LLMModel is not among its weights volume's
+   ownerReferences (a volume of an older operator may hold one), so the garbage collector keeps it;
+   with purgeWeightsOnDelete true, deletes the weights volume; in both cases only a volume that is
+   the model's (the role's own ownership rule, roles/llmmodel/module_utils/llmmodel_ownership.py):
+   a claim of that name that belongs to someone else is left alone;
 2. removes the finalizer and deletes the LLMModel: the garbage collector then removes its
    Deployment, Service and pull Job.
 
@@ -17,6 +19,7 @@ Environment: KUBECTL (default bin/kubectl, else kubectl on PATH), KUBECONFIG.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -27,6 +30,11 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FINALIZER = "inference.ai.example.com/cleanup"
 RESOURCE = "llmmodels.inference.ai.example.com"
+SOURCE_ANNOTATION = "inference.ai.example.com/weights-source"
+_SPEC = importlib.util.spec_from_file_location(
+    "llmmodel_ownership", ROOT / "roles" / "llmmodel" / "module_utils" / "llmmodel_ownership.py")
+ownership = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(ownership)
 
 
 def kubectl_path() -> str:
@@ -44,14 +52,23 @@ def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return result
 
 
-def keep_volume(model: dict) -> str:
-    """Drop the model from its weights volume's owners; returns what happened to the volume."""
+def weights_volume(model: dict) -> tuple[str, dict | None]:
+    """The model's weights volume: (its name, the claim, or None when there is none that is the model's)."""
     meta = model["metadata"]
     claim = f"{meta['name']}-weights"
     found = kubectl("get", "pvc", claim, "-n", meta["namespace"], "-o", "json", check=False)
     if found.returncode != 0:
-        return f"no weights volume {claim}"
+        return claim, None
     pvc = json.loads(found.stdout)
+    return claim, pvc if ownership.owned(pvc, {"name": meta["name"], "uid": meta["uid"]}, SOURCE_ANNOTATION) else None
+
+
+def keep_volume(model: dict) -> str:
+    """Drop the model from its weights volume's owners; returns what happened to the volume."""
+    meta = model["metadata"]
+    claim, pvc = weights_volume(model)
+    if pvc is None:
+        return f"no weights volume {claim} of this model"
     owners = pvc["metadata"].get("ownerReferences") or []
     kept = [owner for owner in owners if owner.get("uid") != meta["uid"]]
     if len(kept) != len(owners):
@@ -69,10 +86,13 @@ def release(model: dict) -> str:
     where = ["-n", meta["namespace"]]
     purge = bool((model.get("spec") or {}).get("purgeWeightsOnDelete", False))
     if purge:
-        # Deleted here, as the finalizer would, rather than left to the garbage collector (which
-        # may not watch the LLMModel kind yet right after the CRD was installed).
-        kubectl("delete", "pvc", f"{meta['name']}-weights", *where, "--ignore-not-found", "--wait=false")
-        outcome = f"weights volume {meta['name']}-weights deleted"
+        # Deleted here, as the finalizer does: the volume has no owner for the garbage collector.
+        claim, pvc = weights_volume(model)
+        if pvc is None:
+            outcome = f"no weights volume {claim} of this model"
+        else:
+            kubectl("delete", "pvc", claim, *where, "--ignore-not-found", "--wait=false")
+            outcome = f"weights volume {claim} deleted"
     else:
         outcome = keep_volume(model)
     finalizers = meta.get("finalizers") or []

@@ -54,6 +54,15 @@ INVALID = {
     "startupTimeout too long": (serving(runtime="vllm", startupTimeout="25h"), "spec.serve.startupTimeout must be between 1m and 24h"),
     "startupTimeout too short": (serving(runtime="vllm", startupTimeout="30s"), "spec.serve.startupTimeout must be between 1m and 24h"),
     "healthPath relative": (serving(runtime="vllm", healthPath="health"), "spec.serve.healthPath must be a path starting with '/'"),
+    "root without saying so": (
+        serving(runtime="vllm", securityContext={"runAsUser": 0}),
+        "spec.serve.securityContext.runAsUser 0 is root: set runAsNonRoot: false",
+    ),
+    "root while refusing root": (
+        serving(runtime="vllm", securityContext={"runAsUser": 0, "runAsNonRoot": True}),
+        "spec.serve.securityContext.runAsUser 0 is root: set runAsNonRoot: false",
+    ),
+    "negative user": (serving(runtime="vllm", securityContext={"runAsUser": -1}), "spec.serve.securityContext.runAsUser"),
     "storageAccessMode unknown": (
         llmmodel(storageAccessMode="ReadOnlyMany"),
         "spec.storageAccessMode: Unsupported value",
@@ -78,6 +87,8 @@ VALID = {
     },
     "read write many": llmmodel(storageAccessMode="ReadWriteMany", serve={"runtime": "vllm", "replicas": 2}),
     "custom as before": serving(image="registry.example/s:1", runtime="custom", port=8000),
+    "an image that needs root": serving(image="registry.example/root:1", securityContext={"runAsNonRoot": False, "runAsUser": 0}),
+    "another user": serving(runtime="llamacpp", securityContext={"runAsUser": 2000, "runAsGroup": 2000, "fsGroup": 2000}),
 }
 
 
@@ -100,3 +111,11 @@ def test_storage_access_mode_is_immutable(custom_objects, namespace, stored_llmm
 def test_replicas_and_runtime_can_change(custom_objects, namespace, stored_llmmodel):
     changed = dry_run_patch(custom_objects, namespace, stored_llmmodel, {"serve": {"runtime": "vllm", "replicas": 2}})
     assert changed["spec"]["serve"]["replicas"] == 2
+
+
+def test_a_privileged_server_cannot_be_asked_for(custom_objects, namespace):
+    # spec.serve.securityContext has only the user fields: anything else (privileged, capabilities)
+    # is not part of the API and never reaches the operator.
+    created = dry_run_create(custom_objects, namespace, serving(runtime="vllm", securityContext={
+        "privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}, "runAsUser": 1000}))
+    assert created["spec"]["serve"]["securityContext"] == {"runAsUser": 1000}

@@ -203,8 +203,9 @@ def test_admission_accepts_or_names_the_field(api_client, crd, namespace, genera
 
 
 def wait_reconciled(custom, namespace, name):
-    """The model once a reconcile of its current generation succeeded with the pull over (phase Serving or
-    Failed), so that the server's Deployment is rendered too; fails at once on a reconcile failure."""
+    """The model once a reconcile of its current generation succeeded with the pull over (phase Deploying,
+    Serving, Degraded or Failed), so that the server's Deployment is rendered too; fails at once on a
+    reconcile failure."""
     deadline = time.monotonic() + RECONCILE_TIMEOUT
     model = {}
     while time.monotonic() < deadline:
@@ -215,7 +216,7 @@ def wait_reconciled(custom, namespace, name):
         assert failure.get("status") != "True", f"reconcile failed: {failure.get('message')}\nspec: {json.dumps(model['spec'])[:2000]}"
         successful = conditions.get("Successful", {})
         if (status.get("observedGeneration") == model["metadata"]["generation"]
-                and status.get("phase") in ("Serving", "Failed") and successful.get("status") == "True"
+                and status.get("phase") in ("Deploying", "Serving", "Degraded", "Failed") and successful.get("status") == "True"
                 and successful.get("observedGeneration", status["observedGeneration"]) == model["metadata"]["generation"]):
             return model
         time.sleep(1)

@@ -35,15 +35,18 @@ def assert_world(kube: Kube, namespace: str, serve: set[str], gone: set[str], so
         assert models[name]["status"]["weights"]["ready"] is True
     assert not gone & models.keys(), f"deleted models still exist:\n{kube.describe(namespace)}"
     # Nothing duplicated: one server Deployment with one ReplicaSet (no spurious rollout) and one
-    # pod per serving model, one Service, one volume owned by the model; nothing left of the others.
+    # pod per serving model, one Service, one volume of the model (its UID label; never an owner
+    # reference, which would let a deletion take it); nothing left of the others.
     assert kube.names(kube.apps.list_namespaced_deployment, namespace) == sorted(serve)
     assert kube.names(kube.core.list_namespaced_service, namespace) == sorted(serve)
     for name in serve:
         sets = kube.apps.list_namespaced_replica_set(namespace, label_selector=f"{MODEL_LABEL}={name}").items
         assert len(sets) == 1, f"{name}: {len(sets)} ReplicaSets, the server was rolled for nothing"
         assert len(kube.server_pods(namespace, name)) == 1, f"{name}: not exactly one server pod"
-        owners = [o["uid"] for o in kube.pvc(namespace, name)["metadata"].get("ownerReferences") or []]
-        assert owners == [models[name]["metadata"]["uid"]], f"{name}: weights volume owned by {owners}"
+        volume = kube.pvc(namespace, name)["metadata"]
+        assert not volume.get("ownerReferences"), f"{name}: the weights volume has owners {volume['ownerReferences']}"
+        holder = (volume.get("labels") or {}).get("inference.ai.example.com/model-uid")
+        assert holder == models[name]["metadata"]["uid"], f"{name}: weights volume labelled for {holder}"
     jobs = set(kube.names(kube.batch.list_namespaced_job, namespace))
     assert not jobs & {f"{n}-pull" for n in gone}, f"pull Jobs of deleted models remain: {sorted(jobs)}"
     # No pull ran twice for the same source.

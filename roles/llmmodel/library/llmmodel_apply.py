@@ -19,6 +19,8 @@ description:
     whole.
   - Objects are created with POST, so under ansible-operator its proxy adds the owner reference
     and the dependent watch, as it does for M(kubernetes.core.k8s).
+  - A create the API server refuses because the namespace is being deleted ends the apply without
+    an error (action C(refused)); the namespace takes the model with it.
   - With O(owner), an object that exists and is not proven the owner's (its owner references or
     the owner's UID label; for the kinds of O(adopt), the operator's labels and an annotation) is
     left untouched and reported in RV(conflicts); nothing after it in O(definitions) is applied,
@@ -106,13 +108,13 @@ diff:
   type: dict
 """
 
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, reported_api_errors
-from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, NotFoundError, ResourceNotFoundError
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, namespace_terminating, reported_api_errors
+from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, ForbiddenError, NotFoundError, ResourceNotFoundError
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 from ansible.module_utils.llmmodel_ownership import conflict, owned, stamped, without_owner_reference
 
-DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conflict": "conflict"}
+DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conflict": "conflict", "refused": "refused"}
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
@@ -185,7 +187,13 @@ class Applier:
             return action, body
         try:
             if action == "create":
-                created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
+                try:
+                    created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
+                except ForbiddenError as exc:
+                    # The namespace is being deleted and takes the model with it: nothing new belongs there.
+                    if namespace_terminating(exc):
+                        return "refused", None
+                    raise
                 self.release(resource, kind, created, namespace)
             else:
                 self.kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH,
@@ -258,6 +266,8 @@ def run(params, check_mode=False, diff=False, client=None):
             if action == "conflict":
                 conflicts.append(body)
                 break  # what follows depends on this object (the Job on the volume, the Deployment behind the Service)
+            if action == "refused":
+                break  # its namespace is being deleted: no other object can be created there either
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
         # After a conflict nothing is removed either: the model does not move until it is resolved.

@@ -183,10 +183,9 @@ diff:
   type: dict
 """
 
-import json
 import time
 
-from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, api_error_message, build_client, reported_api_errors
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, api_error_message, build_client, namespace_terminating, reported_api_errors
 from ansible.module_utils.llmmodel_conditions import now_rfc3339, plan_status, validate_conditions
 from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, ForbiddenError, NotFoundError
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
@@ -307,17 +306,6 @@ def create_event(kube, involved, namespace, event, message):
     }
     events = kube.resources.get(api_version="v1", kind="Event")
     return kube.create(events, body=body, namespace=namespace)["metadata"]["name"]
-
-
-def namespace_terminating(exc):
-    """Whether the API server refused a create because the namespace is being deleted (its
-    NamespaceLifecycle admission names the cause NamespaceTerminating)."""
-    try:
-        status = json.loads(exc.body)
-    except (TypeError, ValueError, AttributeError):
-        return False
-    causes = ((status or {}).get("details") or {}).get("causes") or []
-    return any(cause.get("reason") == "NamespaceTerminating" for cause in causes)
 
 
 def record_event(kube, obj, event):

@@ -7,6 +7,7 @@ Python client: see there why.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 
 from ansible.module_utils.basic import env_fallback
@@ -57,6 +58,17 @@ def connection_settings(params):
 def build_client(params):
     """A client of the API server the connection options name."""
     return KubeClient(connection_settings(params))
+
+
+def namespace_terminating(exc):
+    """Whether the API server refused a create because the namespace is being deleted (its
+    NamespaceLifecycle admission names the cause NamespaceTerminating)."""
+    try:
+        status = json.loads(exc.body)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    causes = ((status or {}).get("details") or {}).get("causes") or []
+    return any(cause.get("reason") == "NamespaceTerminating" for cause in causes)
 
 
 def api_error_message(exc):

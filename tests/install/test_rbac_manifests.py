@@ -19,6 +19,7 @@ MANAGER_PERMISSIONS = {
     ("batch", "jobs"): CRUD,
     ("autoscaling", "horizontalpodautoscalers"): CRUD - {"update"},
     ("policy", "poddisruptionbudgets"): CRUD - {"update"},
+    ("monitoring.coreos.com", "podmonitors"): CRUD - {"update"},  # monitoring: the server's PodMonitor
     ("", "pods"): {"get", "list"},
     ("", "secrets"): {"get"},
     ("", "events"): {"create", "patch"},

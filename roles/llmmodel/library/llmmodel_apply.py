@@ -36,6 +36,16 @@ options:
     type: list
     elements: dict
     default: []
+  when_served:
+    description:
+      - Kinds, each with C(apiVersion) and C(kind), that are optional in a cluster. A definition or an
+        O(absent) object of such a kind is skipped when the API server does not serve the kind (its
+        discovery, made once per run for a kind outside the built-in table, says so), and reported
+        with the action C(not served); any other kind the server does not serve fails the task.
+      - For a kind another operator brings, such as the Prometheus Operator's PodMonitor.
+    type: list
+    elements: dict
+    default: []
   field_manager:
     description: The field manager the API server records for the writes.
     type: str
@@ -63,7 +73,7 @@ objects:
   returned: always
   type: list
   elements: dict
-  sample: [{kind: Service, name: my-model, action: unchanged}, {kind: Deployment, name: my-model, action: patched}]
+  sample: [{kind: Service, name: my-model, action: unchanged}, {kind: PodMonitor, name: my-model, action: not served}]
 removed:
   description: The objects of O(absent) that existed and were deleted.
   returned: always
@@ -81,11 +91,12 @@ from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, NotFo
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 
-DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged"}
+DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "not served": "not served"}
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
     "absent": {"type": "list", "elements": "dict", "default": []},
+    "when_served": {"type": "list", "elements": "dict", "default": []},
     "field_manager": {"type": "str", "default": "llm-operator"},
     **CONNECTION_SPEC,
 }
@@ -101,13 +112,22 @@ def identity(manifest):
     return manifest["apiVersion"], manifest["kind"], metadata["name"], metadata.get("namespace")
 
 
-def apply_one(kube, manifest, field_manager, check_mode):
+def served(kube, api_version, kind, optional):
+    """The resource of a kind, or None for an optional kind the API server does not serve."""
+    try:
+        return kube.resources.get(api_version=api_version, kind=kind)
+    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+        if (api_version, kind) in optional:
+            return None
+        raise ModuleFailure(str(exc))
+
+
+def apply_one(kube, manifest, field_manager, check_mode, optional=frozenset()):
     """Plan and (unless check mode) send one manifest. Returns (action, body or patch)."""
     api_version, kind, name, namespace = identity(manifest)
-    try:
-        resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
-        raise ModuleFailure(str(exc))
+    resource = served(kube, api_version, kind, optional)
+    if resource is None:
+        return "not served", None
     if not resource.namespaced:
         namespace = None
     elif not namespace:
@@ -138,7 +158,7 @@ def apply_one(kube, manifest, field_manager, check_mode):
     return action, body
 
 
-def remove_one(kube, reference, check_mode):
+def remove_one(kube, reference, check_mode, optional=frozenset()):
     """Delete one object of ``absent`` if it exists. Returns whether it existed."""
     metadata = reference.get("metadata") or {}
     manifest = {
@@ -148,10 +168,9 @@ def remove_one(kube, reference, check_mode):
                      "namespace": reference.get("namespace") or metadata.get("namespace")},
     }
     api_version, kind, name, namespace = identity(manifest)
-    try:
-        resource = kube.resources.get(api_version=api_version, kind=kind)
-    except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
-        raise ModuleFailure(str(exc))
+    resource = served(kube, api_version, kind, optional)
+    if resource is None:
+        return False
     namespace = namespace if resource.namespaced else None
     try:
         kube.get(resource, name=name, namespace=namespace)
@@ -165,20 +184,21 @@ def remove_one(kube, reference, check_mode):
 def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
     objects, patches, removed = [], {}, []
+    optional = frozenset((kind.get("apiVersion"), kind.get("kind")) for kind in params.get("when_served") or [])
     where = ["applying"]
     with reported_api_errors(lambda: where[0], objects=objects):
         kube = client or build_client(params)
         for manifest in params["definitions"]:
             where[0] = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
-            action, body = apply_one(kube, manifest, params["field_manager"], check_mode)
+            action, body = apply_one(kube, manifest, params["field_manager"], check_mode, optional)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
         for reference in params["absent"] or []:
             where[0] = "removing %s %s" % (reference.get("kind"), reference.get("name") or (reference.get("metadata") or {}).get("name"))
-            if remove_one(kube, reference, check_mode):
+            if remove_one(kube, reference, check_mode, optional):
                 removed.append({"kind": reference["kind"], "name": reference.get("name") or reference["metadata"]["name"]})
-    result = {"changed": bool(removed) or any(item["action"] != "unchanged" for item in objects), "objects": objects, "removed": removed}
+    result = {"changed": bool(removed) or any(item["action"] in ("created", "patched") for item in objects), "objects": objects, "removed": removed}
     if diff:
         result["diff"] = {"before": {}, "after": patches}
     return result

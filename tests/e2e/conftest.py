@@ -19,6 +19,7 @@ from kubernetes import config as kube_config
 from e2e_helpers import (HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, REPO,
                          SERVER_IMAGE, kubectl, node, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
+from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
 
 
 
@@ -63,7 +64,17 @@ def hub(model_bytes):
 
 
 @pytest.fixture(scope="session")
-def operator(api, hub):
+def prometheus_operator_crds(api):
+    """The Prometheus Operator's CRDs (from its Go module, hack/prometheus_operator_crds.py), installed
+    before the operator: `make deploy` then brings the manager's ServiceMonitor and the alerts, and
+    every served model gets its PodMonitor (tests/e2e/test_e2e_monitoring.py)."""
+    crds = fetch_prometheus_operator_crds()
+    kubectl("apply", "--server-side", "-f", str(crds))
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
+
+
+@pytest.fixture(scope="session")
+def operator(api, hub, prometheus_operator_crds):
     """`make deploy IMG=...`: the real manager Deployment, its RBAC, in llm-operator-system (restricted
     Pod Security), told where the Hub is (LLMMODEL_HF_ENDPOINT). Undeployed at the end. The namespace
     is made first with the real node's annotations; `make deploy` applies its own labels over it."""

@@ -54,6 +54,8 @@ def test_vllm_is_scraped_by_a_pod_monitor_that_selects_its_server_pods(rendered)
             "action": "replace"} in endpoint["relabelings"]
     assert server_status(result)["metricsPath"] == "/metrics"
     assert server_status(result)["metricsReason"].endswith("; PodMonitor m scrapes it")
+    # The Deployment records that a PodMonitor is wanted, so that it is removed once it is not.
+    assert deployment["metadata"]["annotations"]["inference.ai.example.com/pod-monitor"] == "true"
 
 
 def test_llamacpp_turns_its_metrics_on_before_the_users_args(rendered):
@@ -68,6 +70,7 @@ def test_opting_out_drops_the_flag_and_the_pod_monitor(rendered):
     assert "PodMonitor" not in result["objects"]
     assert server_status(result)["metricsPath"] is None
     assert "spec.serve.metrics.enabled is false" in server_status(result)["metricsReason"]
+    assert "inference.ai.example.com/pod-monitor" not in result["objects"]["Deployment"]["metadata"]["annotations"]
     assert result["server"]["metrics"]["scrape"] is False
 
 

@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import time
-import uuid
 
 import pytest
 import yaml
@@ -31,7 +30,7 @@ from monitoring_files import PROMETHEUS_DIR, REPO
 from monitoring_processes import KubeStateMetrics, Prometheus
 from monitoring_rules import alert_groups, with_pending_time
 from prometheus_operator_crds import FILES, fetch
-from testbed_helpers import wait_until
+from testbed_helpers import Kube, fresh_namespace, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -74,12 +73,11 @@ def api(api_client):
 
 @pytest.fixture(scope="module")
 def namespace(api):
-    name = f"llm-monitoring-{uuid.uuid4().hex[:6]}"
-    core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": name, "labels": {"llm-operator-test": "monitoring"}}})
-    core.create_namespaced_secret(name, {"metadata": {"name": "hf-token"}, "stringData": {"HF_TOKEN": TOKEN}})
-    yield name
-    core.delete_namespace(name)
+    """A namespace of the suite's, with the Secret the gated model names; deleted at the end."""
+    kube = Kube(api)
+    for name in fresh_namespace(kube, "cluster", "llm-monitoring", "monitoring"):
+        kube.core.create_namespaced_secret(name, {"metadata": {"name": "hf-token"}, "stringData": {"HF_TOKEN": TOKEN}})
+        yield name
 
 
 @pytest.fixture(scope="module")

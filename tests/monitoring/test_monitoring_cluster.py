@@ -75,7 +75,7 @@ def api(api_client):
 def namespace(api):
     """A namespace of the suite's, with the Secret the gated model names; deleted at the end."""
     kube = Kube(api)
-    for name in fresh_namespace(kube, "cluster", "llm-monitoring", "monitoring"):
+    with fresh_namespace(kube, "cluster", "llm-monitoring", "monitoring") as name:
         kube.core.create_namespaced_secret(name, {"metadata": {"name": "hf-token"}, "stringData": {"HF_TOKEN": TOKEN}})
         yield name
 

@@ -131,7 +131,8 @@ test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, c
 	$(MAKE) --no-print-directory cluster-down || true; \
 	echo "make test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc
 
-test-all: tools venv lint manifests-check unit-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test property-test install-test reliability-test molecule-test node-test e2e-test
+# monitoring-test and monitoring-cluster-test: mk/monitoring.mk (issue 20).
+test-all: tools venv lint manifests-check unit-test monitoring-test puller-test images-test cluster-up testbed-test unit-cluster-test admission-test property-test monitoring-cluster-test install-test reliability-test molecule-test node-test e2e-test
 
 lint: lint-venv collections ## ansible-lint (production profile) and yamllint.
 	$(LINT_VENV)/bin/yamllint -s .

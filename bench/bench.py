@@ -113,6 +113,9 @@ def main() -> int:
     parser.add_argument("--skip", default="", help=f"phases to leave out, comma-separated: {', '.join(PHASES)}")
     parser.add_argument("--timeout", type=float, default=600, help="longest wait for the models to be Serving")
     parser.add_argument("--label", default="", help="tag for the output files, e.g. baseline")
+    parser.add_argument("--runtime", default="", help="the models' spec.serve.runtime (default: a plain image); vllm gets a PodMonitor")
+    parser.add_argument("--prometheus-operator-crds", action="store_true",
+                        help="install the Prometheus Operator's CRDs first (PodMonitors are then made; docs/monitoring.md)")
     parser.add_argument("--wait-free", type=float, default=0, help="wait up to this long for other tests/operators to end")
     parser.add_argument("--reuse-cluster", action="store_true", help="do not restart the cluster (its job time may not be 5 s)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the bench cluster up instead of the default one")

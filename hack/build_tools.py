@@ -63,6 +63,11 @@ TOOLS = {
     "cni/loopback": ("cni-plugins", "github.com/containernetworking/plugins", "github.com/containernetworking/plugins/plugins/main/loopback"),
     "cni/portmap": ("cni-plugins", "github.com/containernetworking/plugins", "github.com/containernetworking/plugins/plugins/meta/portmap"),
     "crictl": ("cri-tools", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl"),
+    # Monitoring (docs/monitoring.md): promtool checks and unit-tests the alerts in `make test`; the
+    # e2e suite runs a real Prometheus and kube-state-metrics against the real node.
+    "promtool": ("prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/promtool"),
+    "prometheus": ("prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
+    "kube-state-metrics": ("kube-state-metrics", "k8s.io/kube-state-metrics/v2", "k8s.io/kube-state-metrics/v2"),
 }
 
 # Tools the local cluster and the operator need; operator-sdk is only for the bundle, helm for the chart.
@@ -84,6 +89,11 @@ NODE_TOOLS = [
 GROUPS = {"cluster": CLUSTER_TOOLS, "node": NODE_TOOLS}
 # runc's nsenter is C and seccomp comes from libseccomp: the one cgo build.
 CGO_TAGS = {"runc": "seccomp"}
+# Prometheus and promtool without the cloud service discoveries (half of the build): only the
+# kubernetes one the e2e suite uses (plus file and http, always in). The same tags for both, so the
+# second build reuses the first's packages. No `builtinassets`: no web UI (it needs npm), the API
+# is all the tests use.
+BUILD_TAGS = {"promtool": "remove_all_sd,enable_kubernetes_sd", "prometheus": "remove_all_sd,enable_kubernetes_sd"}
 
 
 def pinned_version(module_dir: str, module: str) -> str:
@@ -125,6 +135,13 @@ def ldflags(tool: str, version: str) -> str:
         flags.append(f"-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={version}")
     if tool == "crictl":
         flags.append(f"-X sigs.k8s.io/cri-tools/pkg/version.Version={version}")
+    if module in ("github.com/prometheus/prometheus", "k8s.io/kube-state-metrics/v2"):
+        # Prometheus v0.3yy.z is release 3.yy.z (its README); kube-state-metrics' tag is its version.
+        shown = version
+        if module == "github.com/prometheus/prometheus":
+            minor, patch = version.lstrip("v").split(".")[1:3]
+            shown = f"{int(minor) // 100}.{int(minor) % 100}.{patch}"
+        flags.append(f"-X github.com/prometheus/common/version.Version={shown.lstrip('v')}")
     return " ".join(flags)
 
 
@@ -142,6 +159,8 @@ def build(tool: str) -> bool:
     if tool in CGO_TAGS:
         env["CGO_ENABLED"] = "1"
         env["GOFLAGS"] += f" -tags={CGO_TAGS[tool]}"
+    if tool in BUILD_TAGS:
+        env["GOFLAGS"] += f" -tags={BUILD_TAGS[tool]}"
     target.parent.mkdir(parents=True, exist_ok=True)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

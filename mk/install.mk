@@ -11,6 +11,11 @@
 # install-test           deploy/undeploy, RBAC, installer, bundle and Helm chart checks against that cluster
 #
 # The image is set in a throw-away kustomize overlay, so none of these targets edits config/.
+#
+# MONITORING   whether config/prometheus goes in (the manager's ServiceMonitor and the alerts, a
+#              PrometheusRule: docs/monitoring.md); they need the Prometheus Operator's CRDs.
+#              auto (default): deploy and undeploy include them where the cluster serves
+#              monitoring.coreos.com/v1, build-installer always; true; false.
 
 KUBECTL ?= bin/kubectl
 KUSTOMIZE ?= bin/kustomize
@@ -27,17 +32,18 @@ BUNDLE_DEFAULT_CHANNEL ?= --default-channel=alpha
 BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)
 # true: `make undeploy` leaves the CRD (and so every LLMModel) in place.
 KEEP_CRDS ?= false
+MONITORING ?= auto
 # How long `make undeploy` waits for the operator to finalize the LLMModels before it goes.
 UNDEPLOY_TIMEOUT ?= 5m
 
 INSTALL_KUBECTL = KUBECONFIG=$(KUBECONFIG) $(KUBECTL)
 LLMMODEL_CRD = llmmodels.inference.ai.example.com
 
-# $(call kustomize-overlay,<config dir>,<extra kustomization lines>): print the build of
+# $(call kustomize-overlay,<config dir>,<extra patches, as items of its patches list>): print the build of
 # config/<config dir> with the manager image set to $(IMG), through a temporary overlay.
 define kustomize-overlay
 overlay=$$(mktemp -d) && trap 'rm -rf "$$overlay"' EXIT && \
-	printf 'resources:\n  - %s\n%s' "$$(realpath --relative-to="$$overlay" "$(CURDIR)/config/$(1)")" "$(2)" \
+	printf 'resources:\n  - %s\npatches:\n%s' "$$(realpath --relative-to="$$overlay" "$(CURDIR)/config/$(1)")" "$(2)" \
 		> "$$overlay/kustomization.yaml" && \
 	(cd "$$overlay" && "$(abspath $(KUSTOMIZE))" edit set image controller=$(IMG)) && \
 	$(KUSTOMIZE) build "$$overlay"
@@ -45,7 +51,6 @@ endef
 
 # Kustomization lines that drop the CRD from a build (KEEP_CRDS=true).
 define KEEP_CRD_PATCH
-patches:
   - patch: |-
       $$patch: delete
       apiVersion: apiextensions.k8s.io/v1
@@ -55,6 +60,25 @@ patches:
 
 endef
 export KEEP_CRD_PATCH
+
+# Kustomization lines that drop the monitoring objects (config/prometheus) from a build.
+define DROP_MONITORING_PATCH
+  - target: {group: monitoring.coreos.com}
+    patch: |-
+      $$patch: delete
+      apiVersion: monitoring.coreos.com/v1
+      kind: Any
+      metadata:
+        name: any
+
+endef
+export DROP_MONITORING_PATCH
+
+# $(call monitoring-patch,<auto means>): a shell expression printing DROP_MONITORING_PATCH unless the
+# monitoring objects go in (MONITORING=true; auto: `cluster` asks the cluster, `true` includes them).
+define monitoring-patch
+$$(case "$(MONITORING):$(1)" in true:*|auto:true) ;; false:*) printf '%s' "$$DROP_MONITORING_PATCH" ;; *) $(INSTALL_KUBECTL) get --raw /apis/monitoring.coreos.com/v1 > /dev/null 2>&1 || { printf '%s' "$$DROP_MONITORING_PATCH"; echo "the cluster does not serve monitoring.coreos.com/v1 (no Prometheus Operator): the ServiceMonitor and the alerts are left out" >&2; } ;; esac)
+endef
 
 .PHONY: manifests-check
 manifests-check: ## Check config/: the CRD parses and documents every field, every kustomization builds.
@@ -74,7 +98,7 @@ uninstall: ## Remove the CRD and with it every LLMModel (stop `make run` only af
 .PHONY: deploy
 deploy: ## Deploy the operator (image IMG=...) into llm-operator-system.
 	@test -n "$(IMG)" || { echo "IMG is empty: make deploy IMG=<registry>/<image>:<tag>" >&2; exit 1; }
-	$(call kustomize-overlay,default,) | $(INSTALL_KUBECTL) apply --server-side -f -
+	$(call kustomize-overlay,default,$(call monitoring-patch,cluster)) | $(INSTALL_KUBECTL) apply --server-side -f -
 	$(INSTALL_KUBECTL) wait --for=condition=Established --timeout=60s crd/$(LLMMODEL_CRD)
 
 .PHONY: undeploy
@@ -89,7 +113,7 @@ undeploy: ## Remove the operator. First deletes every LLMModel so the running op
 				"'make release-models' (keeps or deletes each weights volume as purgeWeightsOnDelete says)" \
 				"and rerun. docs/install.md, Uninstall." >&2; exit 1; }; \
 	fi
-	$(call kustomize-overlay,default,$(if $(filter true,$(KEEP_CRDS)),$$KEEP_CRD_PATCH,)) \
+	$(call kustomize-overlay,default,$(if $(filter true,$(KEEP_CRDS)),$$KEEP_CRD_PATCH,)$(call monitoring-patch,cluster)) \
 		| $(INSTALL_KUBECTL) delete --ignore-not-found --wait=true -f -
 
 .PHONY: release-models
@@ -99,8 +123,8 @@ release-models: ## Without a running operator: remove every LLMModel, keeping or
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml: CRD, RBAC and manager (image IMG=...) in one manifest.
 	@mkdir -p dist
-	$(call kustomize-overlay,default,) > dist/install.yaml
-	@echo "dist/install.yaml: manager image $(IMG)"
+	$(call kustomize-overlay,default,$(call monitoring-patch,true)) > dist/install.yaml
+	@echo "dist/install.yaml: manager image $(IMG)$(if $(filter false,$(MONITORING)),, with the ServiceMonitor and the alerts (they need the Prometheus Operator's CRDs; MONITORING=false leaves them out))"
 
 .PHONY: bundle
 bundle: manifests-check ## Generate and validate the OLM bundle (VERSION, IMG, BUNDLE_METADATA_OPTS).

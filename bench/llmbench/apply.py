@@ -19,7 +19,7 @@ def single(bench: Bench) -> None:
     key = f"{namespace}/{name}"
     kubectl("create", "namespace", namespace)
     log("single model: applying")
-    applied_in = apply_objects([model_manifest(namespace, name, 999, bench.run_id, "single")])
+    applied_in = apply_objects([model_manifest(namespace, name, 999, bench.run_id, "single", bench.opts.runtime)])
     t0 = time.monotonic()
     serving = bench.watcher.wait_for([key], "serving_at", 120)
     ready = bench.watcher.wait_for([key], "ready_at", 60)
@@ -43,7 +43,7 @@ def hundred(bench: Bench) -> None:
     namespaces = bench.namespaces()
     kubectl("apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces]}))
-    models = [model_manifest(namespaces[i // per_ns % len(namespaces)], f"m{i:03d}", i, bench.run_id, "many") for i in range(n)]
+    models = [model_manifest(namespaces[i // per_ns % len(namespaces)], f"m{i:03d}", i, bench.run_id, "many", bench.opts.runtime) for i in range(n)]
     keys = [f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in models]
     bench.fleet = keys
     wait_quiet(bench.oplog, bench.root, 3, 60)

@@ -100,15 +100,19 @@ class ModelWatcher(threading.Thread):
             return [self.models.get(k, {}).get(field) for k in keys]
 
 
-def model_manifest(namespace: str, name: str, index: int, run_id: str, fleet: str) -> dict:
-    """A model of this run; fleet (single, many) labels the set, so one delete can take a whole set."""
+def model_manifest(namespace: str, name: str, index: int, run_id: str, fleet: str, runtime: str = "") -> dict:
+    """A model of this run; fleet (single, many) labels the set, so one delete can take a whole set.
+    runtime (bench --runtime): a preset instead of the plain image (vllm: a PodMonitor, monitoring)."""
+    serve = {"image": "vllm/vllm-openai:v0.6.3", "args": ["--model", "/model-weights", "--served-model-name", name]}
+    if runtime:
+        serve = {"runtime": runtime, "image": "vllm/vllm-openai:v0.6.3"}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "LLMModel",
         "metadata": {"name": name, "namespace": namespace, "labels": {RUN_LABEL: run_id, FLEET_LABEL: fleet}},
         "spec": {
             "source": {"huggingFaceRepo": f"bench/model-{index:03d}"},
-            "serve": {"image": "vllm/vllm-openai:v0.6.3", "args": ["--model", "/model-weights", "--served-model-name", name]},
+            "serve": serve,
             "storageSize": "1Gi",
         },
     }

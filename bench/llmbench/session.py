@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import sys
 
-from .common import OPERATOR_LOG, OUT, PULL_SECONDS, RUN_LABEL, RUNNER_ROOT, log, run
+from .common import OPERATOR_LOG, OUT, PULL_SECONDS, ROOT, RUN_LABEL, RUNNER_ROOT, kubectl, log, run
 from .control import Guard, Operator, cluster, operator_identity
 from .models import ModelWatcher
 from .parsing import OperatorLog
@@ -38,6 +39,11 @@ class Bench:
             log(f"restarting the local cluster with LLM_TESTBED_JOB_SECONDS={PULL_SECONDS}")
             cluster("down")
             cluster("up", job_seconds=PULL_SECONDS)
+        if self.opts.prometheus_operator_crds:
+            crds = run([sys.executable, str(ROOT / "hack" / "prometheus_operator_crds.py")]).stdout.strip()
+            log(f"installing the Prometheus Operator's CRDs from {crds}")
+            kubectl("apply", "--server-side", "-f", crds)
+            kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", crds)
         self.guard = Guard()
         self.guard.start()
         kubeconfig = operator_identity()

@@ -6,15 +6,15 @@ import time
 
 from .common import POKE_ANNOTATION, MiB, kubectl, log
 from .control import wait_quiet, wait_runs
-from .parsing import existing_jobs, metric_sum, read_run, stage_summary, task_profile
+from .parsing import api_delta, existing_jobs, metric_sum, read_run, stage_summary, task_profile
 from .report import fmt, median
-from .sampling import scrape_operator, tree_usage
+from .sampling import scrape_apiserver, scrape_operator, tree_usage
 from .session import Bench
 
 
 def noop_pokes(bench: Bench) -> None:
     namespace, name = bench.single_key
-    results, metrics_before, usage_before = [], scrape_operator(), tree_usage(bench.root)
+    results, metrics_before, usage_before, api_before = [], scrape_operator(), tree_usage(bench.root), scrape_apiserver()
     for poke in range(bench.opts.pokes):
         since = bench.oplog.offset()
         kubectl("annotate", "service", name, "-n", namespace, f"{POKE_ANNOTATION}={poke}", "--overwrite")
@@ -28,7 +28,7 @@ def noop_pokes(bench: Bench) -> None:
             detail["poke_to_exit"] = runs[-1]["ts"] - poked
             results.append(detail)
         time.sleep(1)
-    metrics_after, usage_after = scrape_operator(), tree_usage(bench.root)
+    metrics_after, usage_after, api = scrape_operator(), tree_usage(bench.root), api_delta(api_before, scrape_apiserver())
     count, total = (metric_sum(metrics_after, f"controller_runtime_reconcile_time_seconds_{part}")
                     - metric_sum(metrics_before, f"controller_runtime_reconcile_time_seconds_{part}") for part in ("count", "sum"))
     playbook = median([r["playbook_seconds"] for r in results])
@@ -38,11 +38,12 @@ def noop_pokes(bench: Bench) -> None:
     bench.details["noop"] = {"stages": stage_summary(results), "profile": task_profile(results), "cpu_per_reconcile": cpu,
                             "controller_runtime_mean": total / count if count else None, "reconciles": count,
                             "poke_to_exit": median([r["poke_to_exit"] for r in results]),
-                            "runs": [{k: v for k, v in r.items() if k != "tasks"} for r in results]}
+                            "api": api, "runs": [{k: v for k, v in r.items() if k != "tasks"} for r in results]}
     bench.row(f"no-op reconcile, playbook (1st event -> stats), median of {len(results)}", fmt(playbook, digits=2), "< 2 s",
              playbook is not None and playbook < 2)
     bench.row("no-op reconcile, whole run (runner start -> exit)", fmt(whole, digits=2), "< 2 s", whole is not None and whole < 2)
     bench.row("no-op reconcile: operator CPU per run", fmt(cpu, "CPU-s", 2), "", None)
+    bench.row("no-op reconcile: operator's API requests per run", f"{api['operator'] / max(1, count or len(results)):.1f}", "", None)
     bench.row("no-op reconcile: changed", f"{sum(1 for c in changed if c == 0)} of {len(changed)} runs changed=0",
              "all changed=0", bool(changed) and all(c == 0 for c in changed))
 

@@ -19,6 +19,7 @@ from kubernetes import config as kube_config
 from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, RELEASE,
                          REPO, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
+from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
 
 
 
@@ -65,17 +66,27 @@ def hub(model_bytes):
 
 
 @pytest.fixture(scope="session")
-def operator(api, hub):
+def prometheus_operator_crds(api):
+    """The Prometheus Operator's CRDs (from its Go module, hack/prometheus_operator_crds.py), installed
+    before the operator: the chart's monitoring objects (the manager's ServiceMonitor and the alerts)
+    then install, and every served model gets its PodMonitor (tests/e2e/test_e2e_monitoring.py)."""
+    crds = fetch_prometheus_operator_crds()
+    kubectl("apply", "--server-side", "-f", str(crds))
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
+
+
+@pytest.fixture(scope="session")
+def operator(api, hub, prometheus_operator_crds):
     """The operator installed from its Helm chart, as docs/install.md says: the release namespace made
     first (restricted Pod Security enforced, and here the real node's annotations), then `helm install`
-    with the operator image, the puller image and the Hub endpoint (LLMMODEL_HF_ENDPOINT) as values.
-    Uninstalled at the end unless a test did (test_e2e_upgrade_uninstall.py)."""
+    with the operator image, the puller image, the Hub endpoint (LLMMODEL_HF_ENDPOINT) and monitoring
+    on as values. Uninstalled at the end unless a test did (test_e2e_upgrade_uninstall.py)."""
     namespace = node.real_namespace(OPERATOR_NAMESPACE)
     namespace["metadata"]["labels"] = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
     kubectl("apply", "--server-side", "--field-manager=e2e", "-f", "-", input_text=json.dumps(namespace))
     repository, tag = IMG.rsplit(":", 1)
     helm("install", RELEASE, str(CHART), "-n", OPERATOR_NAMESPACE, "--set", f"image.repository={repository},image.tag={tag}",
-         "--set", f"pullerImage={PULLER_IMAGE},hfEndpoint={hub.url}")
+         "--set", f"pullerImage={PULLER_IMAGE},hfEndpoint={hub.url}", "--set", "monitoring.enabled=true")
     apps = client.AppsV1Api(api)
 
     def describe():

@@ -107,6 +107,9 @@ MUTATIONS = {
     "spec.storageSize": st.one_of(quantity, st.sampled_from(["0", "-1Gi", "1Zi", "1.5.5"]), hostile_text, wrong_type),
     "spec.storageClass": st.one_of(st.sampled_from(["", "standard", "local-path"]), hostile_text, wrong_type),
     "spec.purgeWeightsOnDelete": st.one_of(st.booleans(), wrong_type),
+    # Monitoring: the path reaches the PodMonitor and the server's fact (templated again when read).
+    "spec.serve.metrics.path": st.one_of(st.sampled_from(["/metrics", "/stats/prom"]), hostile_text, huge_text, wrong_type),
+    "spec.serve.metrics.enabled": st.one_of(st.booleans(), wrong_type),
 }
 
 

@@ -116,7 +116,8 @@ def test_llamacpp_loads_the_gguf_the_pull_found(rendered):
     server = server_container(result)
     assert server["image"] == "ghcr.io/ggml-org/llama.cpp:server-b7131"
     assert "command" not in server
-    assert server["args"] == ["--model", "/model-weights/tiny.Q4_K_M.gguf", "--alias", "m", "--host", "0.0.0.0", "--port", "8080"]
+    assert server["args"] == ["--model", "/model-weights/tiny.Q4_K_M.gguf", "--alias", "m", "--host", "0.0.0.0", "--port", "8080",
+                              "--metrics"]
     assert server["ports"][0]["containerPort"] == 8080
     assert result["objects"]["Service"]["spec"]["ports"][0]["port"] == 8080
     # Recorded on the volume, so a later reconcile or a new model reusing it finds the same file.
@@ -137,7 +138,8 @@ def test_llamacpp_reads_the_volumes_record_and_the_users_port(rendered):
     result = rendered["llamacpp from the volume"]
     server = server_container(result)
     assert server["args"] == [
-        "--model", "/model-weights/kept.gguf", "--alias", "m", "--host", "0.0.0.0", "--port", "9000", "--ctx-size", "4096",
+        "--model", "/model-weights/kept.gguf", "--alias", "m", "--host", "0.0.0.0", "--port", "9000", "--metrics",
+        "--ctx-size", "4096",
     ]
     assert server["ports"][0]["containerPort"] == 9000
     assert result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"][FILE_ANNOTATION] == "kept.gguf"

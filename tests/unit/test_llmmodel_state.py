@@ -38,7 +38,8 @@ BASE = {
     "__llmmodel_spec": {"serve": {}},
     "__llmmodel_server": {"problem": "", "runtime": "custom", "model_file": "", "replicas": 1, "autoscaling": False,
                           "most_replicas": 1, "startup": {"seconds": 1800, "reason": "the default"}, "health_path": "/health",
-                          "strategy": "Recreate", "strategy_reason": "one replica"},
+                          "strategy": "Recreate", "strategy_reason": "one replica",
+                          "metrics": {"path": "", "scrape": False, "reason": "no metrics"}},
     "_inference_ai_example_com_llmmodel": {"status": {"phase": "Serving"}},
 }
 CRASH = {"reason": "CrashLoopBackOff", "message": "container server of pod m-1 keeps crashing; last run ended with exit code 1: boom"}

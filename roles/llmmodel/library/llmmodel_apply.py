@@ -42,6 +42,16 @@ options:
     type: list
     elements: dict
     default: []
+  when_served:
+    description:
+      - Kinds, each with C(apiVersion) and C(kind), that are optional in a cluster. A definition or an
+        O(absent) object of such a kind is skipped when the API server does not serve the kind (its
+        discovery, made once per run for a kind outside the built-in table, says so), and reported
+        with the action C(not served); any other kind the server does not serve fails the task.
+      - For a kind another operator brings, such as the Prometheus Operator's PodMonitor.
+    type: list
+    elements: dict
+    default: []
   field_manager:
     description: The field manager the API server records for the writes.
     type: str
@@ -89,7 +99,7 @@ objects:
   returned: always
   type: list
   elements: dict
-  sample: [{kind: Service, name: my-model, action: unchanged}, {kind: Deployment, name: my-model, action: patched}]
+  sample: [{kind: Service, name: my-model, action: unchanged}, {kind: PodMonitor, name: my-model, action: not served}]
 conflicts:
   description: The objects that exist and are not the owner's, with a message saying what to do.
   returned: always
@@ -114,11 +124,13 @@ from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 from ansible.module_utils.llmmodel_ownership import conflict, owned, stamped, without_owner_reference
 
-DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conflict": "conflict", "refused": "refused"}
+DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conflict": "conflict", "refused": "refused",
+        "not served": "not served"}
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
     "absent": {"type": "list", "elements": "dict", "default": []},
+    "when_served": {"type": "list", "elements": "dict", "default": []},
     "field_manager": {"type": "str", "default": "llm-operator"},
     "owner": {"type": "dict"},
     "adopt": {"type": "dict", "default": {}},
@@ -146,12 +158,16 @@ class Applier:
         self.owner = params["owner"] or None
         self.adopt = params["adopt"] or {}
         self.kept = set(params["kept_kinds"] or [])
+        self.optional = frozenset((kind.get("apiVersion"), kind.get("kind")) for kind in params["when_served"] or [])
         self.check_mode = check_mode
 
     def resource(self, api_version, kind):
+        """The resource of a kind, or None for an optional kind the API server does not serve."""
         try:
             return self.kube.resources.get(api_version=api_version, kind=kind)
         except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+            if (api_version, kind) in self.optional:
+                return None
             raise ModuleFailure(str(exc))
 
     def read(self, resource, name, namespace):
@@ -170,6 +186,8 @@ class Applier:
         """Plan and (unless check mode) send one manifest. Returns (action, body or patch or conflict)."""
         api_version, kind, name, namespace = identity(manifest)
         resource = self.resource(api_version, kind)
+        if resource is None:
+            return "not served", None
         if not resource.namespaced:
             namespace = None
         elif not namespace:
@@ -238,6 +256,8 @@ class Applier:
         }
         api_version, kind, name, namespace = identity(manifest)
         resource = self.resource(api_version, kind)
+        if resource is None:
+            return False, None
         namespace = namespace if resource.namespaced else None
         live = self.read(resource, name, namespace)
         if live is None:

@@ -65,6 +65,14 @@ options:
     description: Kinds whose objects the operator's labels and this annotation also prove the owner's.
     type: dict
     default: {}
+  when_served:
+    description:
+      - Kinds, each with C(apiVersion) and C(kind), that are optional in a cluster (another operator's,
+        such as the Prometheus Operator's PodMonitor). An entry of such a kind is skipped with the
+        action C(not served) when the API server does not serve it; any other unserved kind fails.
+    type: list
+    elements: dict
+    default: []
   propagation_policy:
     description: How the garbage collector treats the dependents of deleted objects.
     type: str
@@ -122,7 +130,8 @@ RETURN = r"""
 objects:
   description: >-
     What was done to each object, in the order of O(objects): deleted, patched, unchanged, gone (was not
-    there), deleting (its deletion had already begun) or foreign (not the owner's: untouched).
+    there), deleting (its deletion had already begun), foreign (not the owner's: untouched) or not
+    served (an optional kind the cluster does not serve).
   returned: always
   type: list
   elements: dict
@@ -169,6 +178,7 @@ ARGUMENT_SPEC = {
     "namespace": {"type": "str"},
     "owner": {"type": "dict"},
     "adopt": {"type": "dict", "default": {}},
+    "when_served": {"type": "list", "elements": "dict", "default": []},
     "propagation_policy": {"type": "str", "choices": ["Background", "Foreground", "Orphan"], "default": "Background"},
     "wait_gone": {
         "type": "dict",
@@ -200,17 +210,23 @@ def applied(live, patch):
     return True
 
 
-def resource_of(kube, api_version, kind):
+def resource_of(kube, api_version, kind, optional=frozenset()):
+    """The resource of a kind; None for an optional kind the API server does not serve."""
     try:
         return kube.resources.get(api_version=api_version, kind=kind)
     except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
+        if (api_version, kind) in optional:
+            return None
         raise ModuleFailure(str(exc))
 
 
 def change_one(kube, entry, params, check_mode, foreign):
     """Delete or patch one object; returns what was done. A foreign object is added to ``foreign``."""
     propagation_policy = params["propagation_policy"]
-    resource = resource_of(kube, entry["api_version"], entry["kind"])
+    optional = frozenset((kind.get("apiVersion"), kind.get("kind")) for kind in params["when_served"] or [])
+    resource = resource_of(kube, entry["api_version"], entry["kind"], optional)
+    if resource is None:
+        return "not served"
     namespace = entry["namespace"] if resource.namespaced else None
     try:
         live = kube.get(resource, name=entry["name"], namespace=namespace)

@@ -1,0 +1,53 @@
+"""llmmodel_apply's `when_served` against a REAL API server (`make unit-cluster-test`): a kind another
+operator brings (the Prometheus Operator's PodMonitor) is skipped where the cluster does not serve it,
+applied like any other where it does, and any other unserved kind still fails the task."""
+
+from __future__ import annotations
+
+import pytest
+
+from unit_helpers import load_library_module
+
+pytestmark = pytest.mark.cluster
+
+llmmodel_apply = load_library_module("llmmodel_apply")
+UNSERVED = {"apiVersion": "monitoring.invalid/v1", "kind": "Widget"}
+
+
+@pytest.fixture
+def apply(run_module, kubeconfig):
+    def run(definitions, absent=(), when_served=(UNSERVED,)):
+        return run_module(llmmodel_apply, {"definitions": list(definitions), "absent": list(absent),
+                                           "when_served": list(when_served), "kubeconfig": kubeconfig})
+    return run
+
+
+def widget(namespace):
+    return {**UNSERVED, "metadata": {"name": "m", "namespace": namespace}, "spec": {"port": "http"}}
+
+
+def config_map(namespace):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": namespace}, "data": {"a": "1"}}
+
+
+def test_an_optional_kind_the_cluster_does_not_serve_is_skipped(apply, read, namespace):
+    result = apply([config_map(namespace), widget(namespace)], absent=[{**UNSERVED, "name": "m", "namespace": namespace}])
+    assert result.get("failed") is not True, result
+    assert [(o["kind"], o["action"]) for o in result["objects"]] == [("ConfigMap", "created"), ("Widget", "not served")]
+    assert result["removed"] == []
+    assert read("ConfigMap", "m")["data"] == {"a": "1"}
+    again = apply([config_map(namespace), widget(namespace)])
+    assert again["changed"] is False, "a skipped object is no change"
+
+
+def test_an_unserved_kind_that_is_not_optional_fails(apply, namespace):
+    result = apply([widget(namespace)], when_served=())
+    assert result["failed"] is True
+    assert "does not serve kind Widget in monitoring.invalid/v1" in result["msg"]
+
+
+def test_an_optional_kind_the_cluster_serves_is_applied_and_removed(apply, read, namespace):
+    optional_config_map = {"apiVersion": "v1", "kind": "ConfigMap"}
+    assert apply([config_map(namespace)], when_served=[optional_config_map])["objects"][0]["action"] == "created"
+    removed = apply([], absent=[{**optional_config_map, "name": "m", "namespace": namespace}], when_served=[optional_config_map])
+    assert removed["removed"] == [{"kind": "ConfigMap", "name": "m"}] and read("ConfigMap", "m") is None

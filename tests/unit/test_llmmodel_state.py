@@ -43,6 +43,7 @@ BASE = {
     "_inference_ai_example_com_llmmodel": {"status": {"phase": "Serving"}},
 }
 CRASH = {"reason": "CrashLoopBackOff", "message": "container server of pod m-1 keeps crashing; last run ended with exit code 1: boom"}
+ASTRAL = {"reason": "CrashLoopBackOff", "message": "exit code 1: 😀 \\ud83d \u2028 \"quoted\" \\\\ud83d\\ude00 done"}
 CONFLICT = {"kind": "Service", "name": "m", "message": "Service m already exists and is not this LLMModel's (created by kubectl)"}
 AVAILABLE = {"spec": {"replicas": 2}, "status": {"availableReplicas": 1, "updatedReplicas": 1}}
 FAILURE = {"source": "hf://acme/tiny@main", "generation": 2, "retry": "", "reason": "PullFailed", "message": "not found: HTTP 404"}
@@ -57,6 +58,7 @@ def render(tmp_path_factory):
         cases[name] = {**BASE, **facts}
 
     add("new crash loop", __llmmodel_server_problem=CRASH)
+    add("astral message", __llmmodel_server_problem=ASTRAL)
     add("same crash loop", __llmmodel_server_problem=CRASH,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Degraded", "reportedProblem": "CrashLoopBackOff"}})
     add("crash loop beside a replica that answers", __llmmodel_server_problem=CRASH, __llmmodel_server_available=True,
@@ -114,7 +116,8 @@ def render(tmp_path_factory):
     }]
     (tmp / "one.yml").write_text(yaml.safe_dump(one))
     (tmp / "play.yml").write_text(yaml.safe_dump(playbook))
-    env = dict(os.environ, ANSIBLE_GATHERING="explicit", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    env = dict(os.environ, ANSIBLE_GATHERING="explicit", ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+               ANSIBLE_FILTER_PLUGINS=str(ROLE / "filter_plugins"))
     done = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(tmp / "play.yml")],
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -238,3 +241,11 @@ def test_a_name_held_by_another_owner_fails_the_model_with_a_name_conflict(rende
     assert state["event"] == {"type": "Warning", "reason": "NameConflict", "message": CONFLICT["message"]}
     assert state["status"]["inferenceURL"] is None
     assert state["requeue"] == "60s"  # goes on by itself once the other object is gone
+
+
+def test_characters_beyond_the_basic_plane_come_back_verbatim(render):
+    # An emoji in a server's termination message (or a URL): json.dumps makes it a surrogate pair,
+    # which YAML refuses; llmmodel_json makes it YAML's \U escape, and nothing else changes.
+    state = render["astral message"]
+    assert condition(state, "Ready")["message"] == ASTRAL["message"]
+    assert state["status"]["message"] == ASTRAL["message"]

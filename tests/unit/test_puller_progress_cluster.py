@@ -70,7 +70,8 @@ def render_puller_access(tmp_path, name, namespace):
             ]
         )
     )
-    env = dict(os.environ, ANSIBLE_GATHERING="explicit", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    env = dict(os.environ, ANSIBLE_GATHERING="explicit", ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+               ANSIBLE_FILTER_PLUGINS=str(ROLE / "filter_plugins"))
     done = subprocess.run(
         [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
         capture_output=True, text=True, timeout=120, env=env,

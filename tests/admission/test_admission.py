@@ -349,7 +349,7 @@ def test_explain_spec_shows_defaults(crd):
 
 def test_printer_columns_short_name_and_category(namespace, stored_llmmodel):
     table = kubectl("get", "llm", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "PHASE", "PROGRESS", "MODEL", "URL", "AGE"]
+    assert table[0].split() == ["NAME", "PHASE", "READY", "PROGRESS", "MODEL", "URL", "AGE"]
     assert table[1].startswith(stored_llmmodel)
     by_category = kubectl("get", "ai", "-n", namespace, "-o", "name").stdout.split()
     assert f"llmmodel.{GROUP}/{stored_llmmodel}" in by_category

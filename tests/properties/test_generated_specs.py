@@ -124,6 +124,7 @@ RECONCILE_MUTATIONS = {
     "spec.serve.nodeSelector": st.dictionaries(st.sampled_from(["disk", "zone"]), st.sampled_from(ATOMS), min_size=1, max_size=2),
     "spec.serve.resources": st.fixed_dictionaries({"limits": st.dictionaries(st.sampled_from(["cpu", "memory"]), quantity, min_size=1)}),
     "spec.storageSize": quantity,
+    "spec.serve.metrics": st.fixed_dictionaries({"enabled": st.booleans(), "path": st.sampled_from(["/metrics", "/a/b.c", "/~x-y_z"])}),
 }
 
 

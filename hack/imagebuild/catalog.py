@@ -20,6 +20,8 @@ PYTHON = f"{STANDIN}/python:3.11-slim"
 OPERATOR_BASE = f"{STANDIN}/ansible-operator:v1.42.2"
 PAUSE = "registry.k8s.io/pause:3.10.1"
 LLAMA_SERVER_REPOSITORY = "ghcr.io/llm-operator/llama-server"
+# A test fixture (e2e): the pause image with user 0, for the kubelet's runAsNonRoot refusal.
+RUNS_AS_ROOT = f"{STANDIN}/runs-as-root:test"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,5 +100,9 @@ def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[I
         Image(
             "pause", PAUSE, "images/pause/Dockerfile", {"pause.c": paths.ROOT / "images/pause/pause.c"},
             build_args={"BUILD_IMAGE": DEBIAN_BOOKWORM}, bases=(DEBIAN_BOOKWORM,), export=True,
+        ),
+        Image(
+            "runs-as-root", RUNS_AS_ROOT, "images/runs-as-root/Dockerfile", {},
+            build_args={"PAUSE_IMAGE": PAUSE}, bases=(PAUSE,), export=True,
         ),
     ]

@@ -17,7 +17,7 @@ from kubernetes import client
 from kubernetes import config as kube_config
 
 from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, RELEASE,
-                         REPO, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
+                         REPO, ROOT_IMAGE, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
 from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
 
@@ -33,7 +33,7 @@ def api():
                     "`make cluster-up REAL_NODE=1`", pytrace=False)
     images = subprocess.run([str(REPO / "bin" / "crictl"), "--runtime-endpoint", f"unix://{node.CONTAINERD_SOCKET}",
                              "images", "-o", "json"], capture_output=True, text=True, check=False).stdout
-    missing = [i for i in (IMG, PULLER_IMAGE, SERVER_IMAGE, node.PAUSE_IMAGE) if f'"{i}"' not in images]
+    missing = [i for i in (IMG, PULLER_IMAGE, SERVER_IMAGE, ROOT_IMAGE, node.PAUSE_IMAGE) if f'"{i}"' not in images]
     if missing:
         pytest.fail(f"images not in the real node's containerd: {missing}: `make images` (they are imported at "
                     "`cluster-up REAL_NODE=1`)", pytrace=False)

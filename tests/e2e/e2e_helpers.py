@@ -25,6 +25,8 @@ KUBECTL = str(REPO / "bin" / "kubectl")
 IMG = os.environ.get("IMG", "ghcr.io/llm-operator/llm-operator:0.1.0")
 PULLER_IMAGE = os.environ.get("LLMMODEL_PULLER_IMAGE", "ghcr.io/llm-operator/llm-model-puller:0.1.0")
 SERVER_IMAGE = os.environ.get("LLAMA_SERVER_IMAGE", "ghcr.io/llm-operator/llama-server:0.7.0")
+# A test fixture (images/runs-as-root): an image whose user is root, refused by the kubelet under runAsNonRoot.
+ROOT_IMAGE = "localhost/llm-operator/runs-as-root:test"
 MODEL_FILE = pathlib.Path(os.environ.get("LLM_E2E_MODEL", str(REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf")))
 OPERATOR_NAMESPACE = "llm-operator-system"
 # The operator is installed from its Helm chart; the release "llm-operator" names the manager as

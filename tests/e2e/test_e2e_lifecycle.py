@@ -12,7 +12,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from e2e_helpers import GATED_REPO, GATED_TOKEN, HUB_REPO, GROUP, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PLURAL, SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until
+from e2e_helpers import (GATED_REPO, GATED_TOKEN, HUB_REPO, GROUP, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PLURAL, ROOT_IMAGE,
+                         SERVED_NAME, VERSION, chat, kubectl, llmmodel, node, sha256_of, wait_until)
 
 QUESTION = "What is the capital of France? Answer in one word."
 
@@ -190,6 +191,31 @@ def test_gated_model_waits_for_its_secret_then_serves(api, namespace, hub):
     print(f"\n{name} answered (gated repo, token from its Secret): {answer_of(models, name, served_name=name)!r}")
     everything = kubectl("get", "llmmodels,jobs,pods,events", "-n", namespace, "-o", "json", check=False).stdout
     assert GATED_TOKEN not in everything, "the token shows up in an object"
+    volume_dir = models.volume_dir(name)
+    models.delete(name)
+    wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
+               240, lambda: models.describe(name))
+
+
+def test_an_image_that_needs_root_is_told_by_the_real_kubelet_not_left_hanging(api, namespace, model_server, model_sha256):
+    """Pods are hardened by default (runAsNonRoot): an image whose user is root is refused by the node's
+    kubelet, and the model says so with the kubelet's words and what to do, instead of 'deploying' forever."""
+    models = Models(api, namespace)
+    name = "root-image"
+    body = llmmodel(name, {"url": f"{model_server.url}/models/{MODEL_FILE.name}", "sha256": model_sha256},
+                    MODEL_FILE.name, purge=True)
+    body["spec"]["serve"]["image"] = ROOT_IMAGE
+    models.create(body)
+
+    def refused():
+        status = models.get(name).get("status", {})
+        ready = {c["type"]: c for c in status.get("conditions", [])}.get("Ready", {})
+        return status.get("phase") == "Degraded" and ready.get("reason") == "ContainerConfigError" and ready
+
+    ready = wait_until(f"LLMModel {name} to say its image runs as root", refused, 300, lambda: models.describe(name))
+    assert ready["status"] == "False", ready
+    assert "image will run as root" in ready["message"], ready  # the real kubelet's words
+    assert "spec.serve.securityContext.runAsUser" in ready["message"] and "runAsNonRoot: false" in ready["message"], ready
     volume_dir = models.volume_dir(name)
     models.delete(name)
     wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),

@@ -24,7 +24,7 @@ def test_the_images_a_containerd_gets_are_the_project_images_under_the_users_nam
     exported = {i.key: i.name for i in catalog.images("op:1", "puller:1", pathlib.Path("/bin/true")) if i.export}
     assert exported == {
         "operator": "op:1", "puller": "puller:1", "pause": "registry.k8s.io/pause:3.10.1",
-        "llama-server": catalog.llama_server_name(),
+        "llama-server": catalog.llama_server_name(), "runs-as-root": "localhost/llm-operator/runs-as-root:test",
     }
     assert catalog.llama_server_name() == "ghcr.io/llm-operator/llama-server:0.7.0"
 

@@ -206,16 +206,14 @@ class Applier:
         try:
             if action == "create":
                 try:
-                    created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
+                    self.create(resource, kind, body, namespace)
                 except ForbiddenError as exc:
                     # The namespace is being deleted and takes the model with it: nothing new belongs there.
                     if namespace_terminating(exc):
                         return "refused", None
                     raise
-                self.release(resource, kind, created, namespace)
             else:
-                self.kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH,
-                                field_manager=self.field_manager)
+                self.patch(resource, body, name, namespace)
         except ConflictError:
             # The read came from a cache that had not seen the object yet: read it from the API server
             # (the proxy passes a cache miss through) and enforce all of it, if it is the owner's.
@@ -226,15 +224,22 @@ class Applier:
             if found:
                 return "conflict", found
             action, body = "patch", three_way_patch(None, with_record(manifest), live)
-            self.kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH,
-                            field_manager=self.field_manager)
+            self.patch(resource, body, name, namespace)
         except NotFoundError:
             if action != "patch":
                 raise
             action, body = "create", with_record(manifest)
-            created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
-            self.release(resource, kind, created, namespace)
+            self.create(resource, kind, body, namespace)
         return action, body
+
+    def create(self, resource, kind, body, namespace):
+        """POST ``body``, then release a kept object from the owner reference the proxy added."""
+        created = self.kube.create(resource, body=body, namespace=namespace, field_manager=self.field_manager)
+        self.release(resource, kind, created, namespace)
+
+    def patch(self, resource, body, name, namespace):
+        self.kube.patch(resource, body=body, name=name, namespace=namespace, content_type=MERGE_PATCH,
+                        field_manager=self.field_manager)
 
     def release(self, resource, kind, created, namespace):
         """Drop the owner reference the proxy added to a kept object at once: it is owned only
@@ -242,8 +247,8 @@ class Applier:
         refs = without_owner_reference(created, self.owner) if kind in self.kept else None
         if refs is not None:
             meta = created["metadata"]
-            self.kube.patch(resource, body={"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}},
-                            name=meta["name"], namespace=namespace, content_type=MERGE_PATCH, field_manager=self.field_manager)
+            self.patch(resource, {"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}},
+                       meta["name"], namespace)
 
     def remove(self, reference):
         """Delete one object of ``absent`` if it exists and is the owner's. Returns (existed, conflict)."""

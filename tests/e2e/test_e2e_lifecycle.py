@@ -82,6 +82,24 @@ class Models:
 
         return wait_until(f"LLMModel {name} to be Serving and Ready", serving, timeout, lambda: self.describe(name))
 
+    def wait_condition(self, name, phase, condition, reason, what, timeout):
+        """Waits until the model is in `phase` with `condition` of `reason`, and returns that condition."""
+        def reached():
+            status = self.get(name).get("status", {})
+            found = {c["type"]: c for c in status.get("conditions", [])}.get(condition, {})
+            return status.get("phase") == phase and found.get("reason") == reason and found
+
+        return wait_until(f"LLMModel {name} to {what}", reached, timeout, lambda: self.describe(name))
+
+    def delete_purged(self, name):
+        """Deletes a model whose weights are purged, and waits until it and its volume's directory are gone."""
+        volume_dir = self.volume_dir(name)
+        self.delete(name)
+        wait_until(f"LLMModel {name} and its volume to be gone",
+                   lambda: self.gone(name) and not volume_dir.exists()
+                   and kubectl("get", "pvc", f"{name}-weights", "-n", self.namespace, check=False).returncode != 0,
+                   240, lambda: self.describe(name))
+
     def volume_dir(self, name) -> pathlib.Path:
         claim = self.core.read_namespaced_persistent_volume_claim(f"{name}-weights", self.namespace)
         volume = self.core.read_persistent_volume(claim.spec.volume_name)
@@ -143,12 +161,7 @@ def test_url_model_serves_keeps_its_bytes_and_serves_again_without_a_pull(api, n
 
     # purgeWeightsOnDelete true: the volume and its directory go with the model.
     models.patch(name, {"purgeWeightsOnDelete": True})
-    volume_dir = models.volume_dir(name)
-    models.delete(name)
-    wait_until(f"LLMModel {name} and its volume to be gone",
-               lambda: models.gone(name) and not volume_dir.exists()
-               and kubectl("get", "pvc", f"{name}-weights", "-n", namespace, check=False).returncode != 0,
-               240, lambda: models.describe(name))
+    models.delete_purged(name)
 
 
 def test_hub_model_is_pulled_through_the_configured_endpoint_and_answers(api, namespace, hub):
@@ -162,11 +175,8 @@ def test_hub_model_is_pulled_through_the_configured_endpoint_and_answers(api, na
     assert status["server"]["runtime"] == "llamacpp" and status["server"]["modelFile"] == MODEL_FILE.name, status
     assert hub.seen("GET"), "the pull never reached the Hub endpoint of LLMMODEL_HF_ENDPOINT"
     print(f"\n{name} answered (llamacpp preset): {answer_of(models, name, served_name=name)!r}")
-    volume_dir = models.volume_dir(name)
-    assert (volume_dir / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
-    models.delete(name)
-    wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
-               240, lambda: models.describe(name))
+    assert (models.volume_dir(name) / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    models.delete_purged(name)
 
 
 def test_gated_model_waits_for_its_secret_then_serves(api, namespace, hub):
@@ -176,13 +186,8 @@ def test_gated_model_waits_for_its_secret_then_serves(api, namespace, hub):
     name = "smollm-gated"
     body = llmmodel(name, {"huggingFaceRepo": GATED_REPO, "credentialsSecret": "hub-token"}, None, purge=True)
     models.create(body)
-
-    def missing():
-        status = models.get(name).get("status", {})
-        weights = {c["type"]: c for c in status.get("conditions", [])}.get("WeightsReady", {})
-        return status.get("phase") == "Failed" and weights.get("reason") == "CredentialsNotFound" and weights
-
-    weights = wait_until(f"LLMModel {name} to say its Secret is missing", missing, 180, lambda: models.describe(name))
+    weights = models.wait_condition(name, "Failed", "WeightsReady", "CredentialsNotFound",
+                                    "say its Secret is missing", 180)
     assert f"Secret hub-token not found in namespace {namespace}" in weights["message"], weights
     assert not [r for r in hub.seen() if GATED_REPO in r.path], "the pull ran without its Secret"
 
@@ -191,10 +196,7 @@ def test_gated_model_waits_for_its_secret_then_serves(api, namespace, hub):
     print(f"\n{name} answered (gated repo, token from its Secret): {answer_of(models, name, served_name=name)!r}")
     everything = kubectl("get", "llmmodels,jobs,pods,events", "-n", namespace, "-o", "json", check=False).stdout
     assert GATED_TOKEN not in everything, "the token shows up in an object"
-    volume_dir = models.volume_dir(name)
-    models.delete(name)
-    wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
-               240, lambda: models.describe(name))
+    models.delete_purged(name)
 
 
 def test_an_image_that_needs_root_is_told_by_the_real_kubelet_not_left_hanging(api, namespace, model_server, model_sha256):
@@ -206,17 +208,8 @@ def test_an_image_that_needs_root_is_told_by_the_real_kubelet_not_left_hanging(a
                     MODEL_FILE.name, purge=True)
     body["spec"]["serve"]["image"] = ROOT_IMAGE
     models.create(body)
-
-    def refused():
-        status = models.get(name).get("status", {})
-        ready = {c["type"]: c for c in status.get("conditions", [])}.get("Ready", {})
-        return status.get("phase") == "Degraded" and ready.get("reason") == "ContainerConfigError" and ready
-
-    ready = wait_until(f"LLMModel {name} to say its image runs as root", refused, 300, lambda: models.describe(name))
+    ready = models.wait_condition(name, "Degraded", "Ready", "ContainerConfigError", "say its image runs as root", 300)
     assert ready["status"] == "False", ready
     assert "image will run as root" in ready["message"], ready  # the real kubelet's words
     assert "spec.serve.securityContext.runAsUser" in ready["message"] and "runAsNonRoot: false" in ready["message"], ready
-    volume_dir = models.volume_dir(name)
-    models.delete(name)
-    wait_until(f"LLMModel {name} and its volume to be gone", lambda: models.gone(name) and not volume_dir.exists(),
-               240, lambda: models.describe(name))
+    models.delete_purged(name)

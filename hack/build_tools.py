@@ -47,6 +47,8 @@ TOOLS = {
     ),
     # The chart's tests (charts/llm-operator): helm lint, template, install, upgrade, uninstall.
     "helm": ("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm"),
+    # Helm 3 (security fixes until February 2027): the chart must render and refuse wrong values as with 4.
+    "helm3": ("helm3", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm"),
     # The real node (hack/node.py).
     "kubelet": ("kubernetes", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet"),
     "kube-proxy": ("kubernetes", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-proxy"),
@@ -128,6 +130,13 @@ def ldflags(tool: str, version: str) -> str:
         flags.append(f"-X github.com/operator-framework/ansible-operator-plugins/internal/version.Version={version}")
     if tool == "helm":
         flags += [f"-X helm.sh/helm/v4/internal/version.version={version}", "-X helm.sh/helm/v4/internal/version.gitTreeState=clean"]
+    if tool == "helm3":
+        flags += [f"-X helm.sh/helm/v3/internal/version.version={version}", "-X helm.sh/helm/v3/internal/version.gitTreeState=clean"]
+        # Helm 3's default Kubernetes version (helm template, helm lint) is set at build time from the
+        # client-go it is built with, as its Makefile does (v0.36.x -> 1.36); unset, it is 1.20.
+        client_go = pinned_version("helm3", "k8s.io/client-go").lstrip("v").split(".")
+        for pkg in ("helm.sh/helm/v3/pkg/chartutil", "helm.sh/helm/v3/pkg/lint/rules"):
+            flags += [f"-X {pkg}.k8sVersionMajor={int(client_go[0]) + 1}", f"-X {pkg}.k8sVersionMinor={client_go[1]}"]
     module = TOOLS[tool][1]
     if module == "github.com/containerd/containerd/v2":
         flags.append(f"-X github.com/containerd/containerd/v2/version.Version={version}")

@@ -14,9 +14,10 @@ HELM ?= bin/helm
 CHART ?= charts/llm-operator
 
 .PHONY: chart chart-lint chart-tools
-# What the chart's generation and tests run: helm and kustomize (bin/, only when missing).
+# What the chart's generation and tests run: helm (4), helm3 (the compatibility tests) and kustomize (bin/,
+# only when missing).
 chart-tools:
-	@$(PYTHON) hack/build_tools.py helm kustomize
+	@$(PYTHON) hack/build_tools.py helm helm3 kustomize
 
 chart: chart-tools ## Regenerate charts/llm-operator from config/ (CRD, RBAC, manager, monitoring, default values).
 	$(VENV)/bin/python hack/chart.py --chart $(CHART) --kustomize bin/kustomize

@@ -10,6 +10,8 @@ import yaml
 from install_cluster import KUBECONFIG, REPO, run
 
 HELM = os.environ.get("HELM") or str(REPO / "bin" / "helm")
+# Helm 3, for the chart's compatibility tests (tests/install/test_chart_helm3.py).
+HELM3 = os.environ.get("HELM3") or str(REPO / "bin" / "helm3")
 KUSTOMIZE = str(REPO / "bin" / "kustomize")
 CHART = REPO / "charts" / "llm-operator"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
@@ -21,13 +23,14 @@ generator = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generator)
 
 
-def helm(*args, check=True, timeout=300):
-    return run(HELM, "--kubeconfig", KUBECONFIG, *args, check=check, timeout=timeout)
+def helm(*args, check=True, timeout=300, binary=HELM):
+    return run(binary, "--kubeconfig", KUBECONFIG, *args, check=check, timeout=timeout)
 
 
-def template(*args, release="llm-operator", namespace="llm-operator-system", check=True):
+def template(*args, release="llm-operator", namespace="llm-operator-system", check=True, binary=HELM):
     """`helm template` of the chart (CRDs included): the objects, or the failed process."""
-    result = helm("template", release, str(CHART), "--namespace", namespace, "--include-crds", *args, check=check)
+    result = helm("template", release, str(CHART), "--namespace", namespace, "--include-crds", *args, check=check,
+                  binary=binary)
     if not check and result.returncode != 0:
         return result
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
@@ -82,3 +85,21 @@ def release_namespace_manifest(name: str, extra: dict | None = None) -> dict:
     for field, value in (extra or {}).items():
         manifest["metadata"].setdefault(field, {}).update(value)
     return manifest
+
+
+# (a --set of a wrong value, the path the error must name)
+BAD_VALUES = [
+    ("replicaCount=-1", "/replicaCount"),
+    ("logLevel=verbose", "/logLevel"),
+    ("watchNamespaces={team-a,Team_B}", "/watchNamespaces/1"),
+    ("watchNamespaces={team-a,team-a}", "/watchNamespaces"),
+    ("image.repository=", "/image/repository"),
+    ("pullerImage=", "/pullerImage"),
+    ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
+    ("maxConcurrentReconciles=0", "/maxConcurrentReconciles"),
+    ("ansibleVerbosity=9", "/ansibleVerbosity"),
+    ("runtimeImages.vlm=mirror/vllm:1", "'vlm'"),
+    ("replicas=2", "'replicas'"),
+    ("hfEndpoint=ftp://mirror", "/hfEndpoint"),
+    ("fullnameOverride=Ops_Operator", "/fullnameOverride"),
+]

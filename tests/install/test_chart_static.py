@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 import yaml
-from chart_helpers import (CHART, CI_VALUES, HELM_LABELS, KUSTOMIZE, by_key, default_image, env_of, generator, helm,
-                           key, kustomize_objects, manager_container, template)
+from chart_helpers import (BAD_VALUES, CHART, CI_VALUES, HELM_LABELS, KUSTOMIZE, by_key, default_image, env_of,
+                           generator, helm, key, kustomize_objects, manager_container, template)
 
 
 @pytest.mark.parametrize("values", [None, *CI_VALUES], ids=lambda v: v.name if v else "default values")
@@ -160,24 +160,6 @@ def test_placement_and_pod_settings_reach_the_pod():
 
 def test_monitoring_is_off_by_default():
     assert not [o for o in template() if o["apiVersion"].startswith("monitoring.coreos.com/")]
-
-
-# (a --set of a wrong value, the path the error must name)
-BAD_VALUES = [
-    ("replicaCount=-1", "/replicaCount"),
-    ("logLevel=verbose", "/logLevel"),
-    ("watchNamespaces={team-a,Team_B}", "/watchNamespaces/1"),
-    ("watchNamespaces={team-a,team-a}", "/watchNamespaces"),
-    ("image.repository=", "/image/repository"),
-    ("pullerImage=", "/pullerImage"),
-    ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
-    ("maxConcurrentReconciles=0", "/maxConcurrentReconciles"),
-    ("ansibleVerbosity=9", "/ansibleVerbosity"),
-    ("runtimeImages.vlm=mirror/vllm:1", "'vlm'"),
-    ("replicas=2", "'replicas'"),
-    ("hfEndpoint=ftp://mirror", "/hfEndpoint"),
-    ("fullnameOverride=Ops_Operator", "/fullnameOverride"),
-]
 
 
 @pytest.mark.parametrize("setting,path", BAD_VALUES, ids=[b[0] for b in BAD_VALUES])

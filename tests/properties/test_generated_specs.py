@@ -230,7 +230,15 @@ def wait_reconciled(custom, namespace, name):
 def failed_task_events(namespace, name):
     failed = []
     for event_file in (RUNNER_ROOT / namespace / name / "artifacts").glob("*/job_events/*.json"):
-        event = json.loads(event_file.read_text())
+        # ansible-runner writes an event's callback data to <uuid>-partial.json, merges it into the whole
+        # event (<counter>-<uuid>.json, written by a rename) and removes the partial; the operator also
+        # rotates old runs away. The whole files hold every event; a file gone since the glob is skipped.
+        if event_file.name.endswith("-partial.json"):
+            continue
+        try:
+            event = json.loads(event_file.read_text())
+        except FileNotFoundError:
+            continue
         if event.get("event") == "runner_on_failed":
             data = event.get("event_data", {})
             message = str(data.get("res", {}).get("msg"))

@@ -54,22 +54,35 @@ def lost_node(kube, namespace):
         kube.kubectl("patch", "pod", pod, "-n", namespace, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
 
 
+def pod_states(kube, namespace) -> list[tuple]:
+    return [(p.metadata.name, p.status.phase, str(p.metadata.deletion_timestamp), p.metadata.finalizers)
+            for p in kube.core.list_namespaced_pod(namespace).items]
+
+
 def test_pod_stuck_on_a_lost_node(kube, operator, namespace, figures, watches_with_short_timeout, lost_node):
     since = log_offset()
     operator.start(watches=watches_with_short_timeout)
     kube.create_model(namespace, model_manifest("stranded"))
     wait_serving(kube, namespace, ["stranded"], 180)
-    pod = kube.server_pods(namespace, "stranded")[0]
+    at_hold = kube.server_pods(namespace, "stranded")
+    pod = at_hold[0]["metadata"]["name"]
     volume = kube.pvc(namespace, "stranded")["metadata"]["uid"]
 
-    lost_node(pod["metadata"]["name"])
+    lost_node(pod)
     with EventLog(kube, namespace) as events:
         started = time.monotonic()
         kube.delete_model(namespace, "stranded")
         wait_until("the model to be released", lambda: kube.model(namespace, "stranded") is None,
                    TIMEOUT_SECONDS + 120, lambda: kube.describe(namespace))
         took = time.monotonic() - started
-        wait_until("the Warning Event", lambda: events.about("LLMModel", "stranded", "DeletionTimedOut"), 10, events.describe)
+        # The held pod outlives the model (once in CI the model was released after 9 s without the
+        # Warning: this says whether the pod was still held then, and which pods there were).
+        held = kube.read(kube.core.read_namespaced_pod, pod, namespace)
+        assert held and held["metadata"].get("deletionTimestamp") and HOLD in held["metadata"].get("finalizers", []), (
+            f"the held pod {pod} is not held any more after {took:.1f} s: {pod_states(kube, namespace)}; "
+            f"server pods when it was held: {[p['metadata']['name'] for p in at_hold]}")
+        wait_until("the Warning Event", lambda: events.about("LLMModel", "stranded", "DeletionTimedOut"), 10,
+                   lambda: f"{events.describe()}\npods: {pod_states(kube, namespace)}")
 
     # It waited for the pod, up to the timeout (not a pod that went away by itself), and says so.
     assert took >= TIMEOUT_SECONDS

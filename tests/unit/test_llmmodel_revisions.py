@@ -112,10 +112,14 @@ def test_going_back_to_a_held_source_serves_it_first_without_a_pull():
 
 
 def test_an_existing_volume_is_never_asked_to_change_but_to_grow():
-    kept = {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast", "resources": {"requests": {"storage": "100Gi"}}}}
-    assert volume_spec(kept, "ReadWriteOnce", "", "50Gi") == kept["spec"]
+    spec = {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast", "resources": {"requests": {"storage": "100Gi"}}}
+    applied = json.dumps({"spec": {"storageClassName": "fast", "accessModes": ["ReadWriteMany"]}})
+    kept = {"metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied}}, "spec": spec}
+    assert volume_spec(kept, "ReadWriteOnce", "", "50Gi") == spec
     assert volume_spec(kept, "ReadWriteMany", "slow", "100Gi")["storageClassName"] == "fast"
     assert volume_spec(kept, "ReadWriteOnce", "", "200Gi")["resources"] == {"requests": {"storage": "200Gi"}}
+    # A class no apply sent (the cluster's default, or a claim made by hand) is not sent either.
+    assert "storageClassName" not in volume_spec({"spec": spec}, "ReadWriteOnce", "", "50Gi")
     assert volume_spec({}, "ReadWriteOnce", "", "50Gi") == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "50Gi"}}}
     assert volume_spec({}, "ReadWriteOnce", "fast", "5Gi")["storageClassName"] == "fast"
 

@@ -51,6 +51,8 @@ CASES = {
 KEPT_SPEC = {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast", "resources": {"requests": {"storage": "100Gi"}}}
 CASES["kept 100Gi fast volume"] = case(model(runtime="vllm"))
 CASES["kept 100Gi fast volume"]["pvc"]["spec"] = KEPT_SPEC
+CASES["kept 100Gi fast volume"]["pvc"]["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = json.dumps(
+    {"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "20Gi"}}}})
 
 
 @pytest.fixture(scope="module")

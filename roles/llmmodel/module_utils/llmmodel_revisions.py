@@ -27,6 +27,7 @@ import json
 from ansible.module_utils.llmmodel_quantity import parse_quantity
 
 ROOT = "root"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 REVISIONS_DIR = "revisions"
 
 
@@ -162,7 +163,8 @@ def plan(pvc, source, keys, history=1, deployment=None, job=None, job_state="abs
 def volume_spec(live, access_mode, storage_class, storage_size):
     """The spec of the weights volume to apply: the model's for a new volume; for an existing one its
     own access modes, class and size (immutable, or refused when smaller: a kept 100Gi volume of
-    another class serves as it is), except a size the model asks to grow it to."""
+    another class serves as it is), except a size the model asks to grow it to. The apply is a
+    three-way merge (library/llmmodel_apply.py): what equals the live object sends nothing."""
     spec = (live or {}).get("spec") or {}
     if not live:
         wanted = {"accessModes": [access_mode], "resources": {"requests": {"storage": str(storage_size)}}}
@@ -174,6 +176,17 @@ def volume_spec(live, access_mode, storage_class, storage_size):
     grow = live_size is not None and wanted_size is not None and wanted_size > live_size
     kept = {"accessModes": list(spec.get("accessModes") or [access_mode]),
             "resources": {"requests": {"storage": str(storage_size) if grow or requested is None else requested}}}
-    if spec.get("storageClassName") is not None:
+    # The class as it is, where an earlier apply sent one (left out, it would be removed: refused);
+    # never sent otherwise, so that a claim made for the cluster's default never names it.
+    if spec.get("storageClassName") is not None and "storageClassName" in _applied_spec(live):
         kept["storageClassName"] = spec["storageClassName"]
     return kept
+
+
+def _applied_spec(live):
+    """The spec of the last apply (kubectl's last-applied-configuration annotation), {} if none."""
+    try:
+        applied = json.loads(_annotations(live).get(LAST_APPLIED) or "{}")
+    except ValueError:
+        return {}
+    return (applied.get("spec") or {}) if isinstance(applied, dict) else {}

@@ -114,6 +114,11 @@ def render(tmp_path_factory):
         __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
         __llmmodel_revisions=revisions(held=[record("hf://acme/tiny@main")], served=0),
         _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("disk full beside the kept revisions", __llmmodel_source_id=NEW, __llmmodel_weights_ready=False,
+        __llmmodel_job_state="failed", __llmmodel_pull_failed=True,
+        __llmmodel_pull_message="disk full: m.gguf needs 3.0 GiB more but MODEL_DEST has 1.0 GiB free",
+        __llmmodel_revisions=revisions(held=[record("hf://acme/tiny@main")], served=0),
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
     add("kept volume of another source", __llmmodel_all_conflicts=[KEPT_MISMATCH], __llmmodel_service_exists=False,
         __llmmodel_weights_ready=False, _inference_ai_example_com_llmmodel={"status": {}})
     add("name conflict", __llmmodel_all_conflicts=[CONFLICT], __llmmodel_service_exists=False,
@@ -298,3 +303,12 @@ def test_a_kept_volume_of_another_source_fails_the_model_and_says_what_to_do(ren
         assert (condition(state, ctype)["reason"], condition(state, ctype)["message"]) == (
             "KeptWeightsMismatch", KEPT_MISMATCH["message"])
     assert state["event"]["reason"] == "KeptWeightsMismatch"
+
+
+def test_a_disk_full_pull_says_what_the_volume_keeps_and_what_to_change(render):
+    weights = condition(render["disk full beside the kept revisions"], "WeightsReady")
+    assert weights["message"] == (
+        "disk full: m.gguf needs 3.0 GiB more but MODEL_DEST has 1.0 GiB free; the volume also keeps 1 revision(s) "
+        "(the served one and spec.revisionHistoryLimit previous): raise spec.storageSize or lower spec.revisionHistoryLimit")
+    # Another failure is told as the puller said it.
+    assert condition(render["failed re-pull while the old serves"], "WeightsReady")["message"] == "not found (HTTP 404)"

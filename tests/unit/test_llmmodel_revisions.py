@@ -149,3 +149,10 @@ def test_the_models_own_volume_is_never_a_mismatch():
     volume["metadata"]["labels"][UID_LABEL] = OWNER["uid"]  # adopted already: a source change is a pull
     assert kept_mismatch(volume, OWNER, KEYS["source"], C, held(volume, KEYS)) is None
     assert kept_mismatch({}, OWNER, KEYS["source"], C, []) is None
+
+
+def test_what_the_server_mounts_is_kept_even_without_a_record():
+    # The volume's annotation was lost or edited: the Deployment still says what it mounts.
+    assert plan(pvc(**{KEYS["source"]: ""}), B, KEYS, deployment=deployment(A))["keep"] == [revision_id(A)]
+    assert plan(pvc(**{KEYS["source"]: ""}), B, KEYS, deployment=deployment())["keep"] == ["root"]
+    assert plan(pvc(), B, KEYS)["keep"] == []  # no server: nothing is served

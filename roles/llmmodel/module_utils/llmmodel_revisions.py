@@ -151,12 +151,18 @@ def plan(pvc, source, keys, history=1, deployment=None, job=None, job_state="abs
     kept = ([record for record in records if record["rid"] == served] + others)[:max(int(history), 1)]
     if not desired and not job_here:
         records = kept  # the pull about to start removes the others first
+    keep = [keep_name(record) for record in kept]
+    # What the live server mounts is kept even when no record names it (an annotation lost or edited):
+    # its revision directory, or the root for a server of the previous release.
+    mounted = served or (ROOT if deployment and keys["revision"] not in _annotations(deployment) else "")
+    if mounted and mounted not in keep and not any(record["rid"] == mounted for record in kept):
+        keep.append(mounted)
     return {
         "rid": rid,
         "held": records,
         "desired": desired,
         "served": served,
-        "keep": [keep_name(record) for record in kept],
+        "keep": keep,
     }
 
 

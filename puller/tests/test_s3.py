@@ -78,6 +78,7 @@ def test_a_prefix_keeps_its_layout_and_a_second_pull_transfers_nothing(s3, pulle
         (f"llama/{path}", path, sha256(data)) for path, data in sorted(FOLDER.items())
     ]
     assert all(o["etag"] for o in recorded["objects"])
+    assert not any(secret in (dest / MANIFEST).read_text() for secret in SECRETS)
     assert "4 objects, 5.3 MiB; 0 already here, 4 to fetch, 3 at a time" in run.stdout
     assert "progress llama: 5.3 MiB / 5.3 MiB (100.0%)" in run.stdout
     assert_no_credential(run)
@@ -105,6 +106,8 @@ def test_an_object_that_fails_its_checksum_is_fetched_again_alone(s3, puller, de
     assert bad.termination.startswith("checksum mismatch: s3://checked/m/model-00002-of-00002.safetensors has sha256 ")
     assert f"the store's x-amz-checksum-sha256 says {stored_sum}" in bad.termination
     assert not (dest / MANIFEST).exists()
+    state = "".join(path.read_text() for path in (dest / STAGING / "s3-state").iterdir())
+    assert '"etag"' in state and not any(secret in state for secret in SECRETS)
 
     stored.write_bytes(good)
     fixed = puller({**s3.env(), "MODEL_URL": "s3://checked/m/"})
@@ -217,6 +220,50 @@ def test_without_a_key_the_pod_identity_endpoint_gives_one(s3, puller, dest, tmp
     assert "credentials from container credentials" in run.stdout
     assert (dest / "tiny.Q4_K_M.gguf").read_bytes() == payload(2 * MiB, seed=30)
     assert "pod-identity-TOKEN" not in run.output
+    assert_no_credential(run)
+
+
+class STS(RecordingServer):
+    """AWS STS's AssumeRoleWithWebIdentity, answering with the gateway's root key and a session token."""
+
+    def __init__(self):
+        super().__init__()
+        self.forms: list[dict] = []
+
+    def respond(self, handler, method, url):
+        from urllib.parse import parse_qs
+
+        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0)).decode()
+        self.forms.append({key: values[0] for key, values in parse_qs(body).items()})
+        xml = (
+            '<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+            "<AssumeRoleWithWebIdentityResult><Credentials>"
+            f"<AccessKeyId>{ROOT_KEY.access_key}</AccessKeyId><SecretAccessKey>{ROOT_KEY.secret_key}</SecretAccessKey>"
+            "<SessionToken>IQoJb3JpZ2luX2VjSESSIONfromSTS0001</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration>"
+            "</Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>"
+        )
+        self.send_status(handler, 200, {"Content-Type": "text/xml"}, xml.encode())
+
+
+def test_a_web_identity_token_is_exchanged_at_sts_and_its_session_signs(s3, puller, tmp_path):
+    """EKS IRSA: the projected token goes to STS, whose temporary key and session token sign the
+    requests. versitygw issues no sessions of its own, so it refuses the token (InvalidToken): that
+    refusal shows the session token reached the store; no token or key reaches the output."""
+    token_file = tmp_path / "token"
+    token_file.write_text("eyJhbGciOiJSUzI1NiJ9.WEBIDENTITYTOKEN.sig")
+    env = {key: value for key, value in s3.env().items() if not key.startswith("AWS_ACCESS") and "SECRET" not in key}
+    with STS() as sts:
+        run = puller({**env, "MODEL_URL": f"s3://{BUCKET}/{SINGLE}", "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
+                      "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/weights-reader", "AWS_ENDPOINT_URL_STS": sts.url})
+
+    [form] = sts.forms
+    assert form["Action"] == "AssumeRoleWithWebIdentity"
+    assert form["RoleArn"] == "arn:aws:iam::123456789012:role/weights-reader"
+    assert form["WebIdentityToken"] == "eyJhbGciOiJSUzI1NiJ9.WEBIDENTITYTOKEN.sig"
+    assert "credentials from web identity (arn:aws:iam::123456789012:role/weights-reader)" in run.stdout
+    assert run.returncode == EXIT_AUTH and "(InvalidToken)" in run.termination, run.output
+    for secret in ("WEBIDENTITYTOKEN", "SESSIONfromSTS"):
+        assert secret not in run.output
     assert_no_credential(run)
 
 

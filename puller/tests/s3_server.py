@@ -125,8 +125,27 @@ class S3Server:
         headers = {"x-amz-checksum-sha256": base64.b64encode(hashlib.sha256(data).digest()).decode()} if checksum else {}
         return self.request("PUT", f"/{bucket}/{key}", data, headers).headers["ETag"]
 
+    def put_file(self, bucket: str, key: str, path: Path) -> str:
+        return upload_file(self.url, bucket, key, path)
+
     def delete(self, bucket: str, key: str) -> None:
         self.request("DELETE", f"/{bucket}/{key}")
+
+
+def upload_file(server_url: str, bucket: str, key: str, path: Path) -> str:
+    """Upload a file streamed from disk (UNSIGNED-PAYLOAD) as root, with its x-amz-checksum-sha256; its ETag."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(8 << 20):
+            digest.update(block)
+    url = server_url + quote(f"/{bucket}/{key}", safe="/~")
+    headers = {"x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode()}
+    signed = sign("PUT", url, ROOT_KEY, REGION, headers, payload_sha256="UNSIGNED-PAYLOAD")
+    with open(path, "rb") as f:
+        response = requests.put(url, data=f, headers={**signed, "Content-Length": str(path.stat().st_size)}, timeout=600)
+    if response.status_code >= 300:
+        raise RuntimeError(f"PUT {key}: HTTP {response.status_code} {response.text[:300]}")
+    return response.headers["ETag"]
 
 
 class SlowProxy:

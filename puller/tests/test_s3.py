@@ -144,6 +144,64 @@ def test_a_killed_pull_resumes_the_object_by_range(s3, tmp_path, dest):
     assert f"fetched {(len(data) - kept) / MiB:.1f} MiB" in done.stdout  # only the rest crossed the wire
 
 
+def test_a_large_object_comes_in_parallel_parts_hashed_in_order(s3, puller, dest):
+    data = payload(5 * MiB + 123, seed=35)
+    s3.put(BUCKET, "parts/model.gguf", data)
+
+    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/parts/model.gguf", "PULLER_S3_PART_MIB": "1",
+                  "PULLER_S3_MAX_WORKERS": "3", "MODEL_SHA256": sha256(data)})
+
+    assert run.returncode == 0, run.output
+    assert "s3://models/parts/model.gguf: 5.0 MiB in 6 parts of 1.0 MiB, 3 at a time" in run.stdout
+    assert f"sha256 {sha256(data)} verified" in run.stdout
+    assert (dest / "model.gguf").read_bytes() == data
+    assert manifest(dest)["objects"][0]["etag"] == s3.put(BUCKET, "parts/model.gguf", data)  # same bytes, same ETag
+
+
+def test_a_large_object_failing_the_store_checksum_is_deleted(s3, puller, dest):
+    data = payload(4 * MiB, seed=36)
+    s3.put(BUCKET, "parts/rotten.gguf", data)
+    (s3.data_dir / BUCKET / "parts" / "rotten.gguf").write_bytes(data[:-1] + b"!")
+
+    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/parts/rotten.gguf", "PULLER_S3_PART_MIB": "1"})
+
+    assert run.returncode == EXIT_CHECKSUM, run.output
+    assert f"the store's x-amz-checksum-sha256 says {sha256(data)}" in run.termination
+    assert not (dest / STAGING / "files" / "rotten.gguf").exists()
+
+
+def test_a_killed_parted_pull_fetches_only_the_missing_parts(s3, dest):
+    data = payload(12 * MiB, seed=37)
+    key = "parts/killed.gguf"
+    s3.put(BUCKET, key, data)
+    env = {**s3.env(), "MODEL_URL": f"s3://{BUCKET}/{key}", "MODEL_DEST": str(dest), "PYTHONPATH": str(SRC),
+           "AWS_EC2_METADATA_DISABLED": "true", "PULLER_S3_PART_MIB": "1", "PULLER_S3_MAX_WORKERS": "2",
+           "PATH": "/usr/bin:/bin"}
+    state = dest / STAGING / "s3-state" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parts")
+    with SlowProxy(s3.port, rate=4 * MiB) as proxy:
+        slow = subprocess.Popen([sys.executable, "-m", "llm_model_puller"], env={**env, "AWS_ENDPOINT_URL": proxy.url},
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if len(json.loads(state.read_text())["done"]) >= 3:
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        slow.send_signal(signal.SIGKILL)
+        slow.communicate(timeout=10)
+    kept = len(json.loads(state.read_text())["done"])
+    assert 3 <= kept < 12
+
+    done = subprocess.run([sys.executable, "-m", "llm_model_puller"], env=env, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (dest / "killed.gguf").read_bytes() == data
+    assert f"resuming killed.gguf: {kept} of 12 parts here ({kept:.1f} MiB)" in done.stdout
+    assert f"fetched {12 - kept:.1f} MiB" in done.stdout  # only the missing parts crossed the wire
+
+
 @pytest.mark.parametrize(
     ("env", "url", "code", "message"),
     [

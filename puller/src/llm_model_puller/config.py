@@ -27,6 +27,7 @@ class Settings:
     progress_seconds: float = 5.0
     hf_max_workers: int = 8
     s3_max_workers: int = 8
+    s3_part_mib: int = 32
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         progress_seconds=_number(env, "PULLER_PROGRESS_SECONDS", Settings.progress_seconds, float, 0.1),
         hf_max_workers=_number(env, "PULLER_HF_MAX_WORKERS", Settings.hf_max_workers, int, 1),
         s3_max_workers=_number(env, "PULLER_S3_MAX_WORKERS", Settings.s3_max_workers, int, 1),
+        s3_part_mib=_number(env, "PULLER_S3_PART_MIB", Settings.s3_part_mib, int, 1),
     )
 
 

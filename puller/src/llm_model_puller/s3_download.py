@@ -29,10 +29,12 @@ from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .s3_auth import Credentials, describe, resolve_credentials, sign
 from .s3_errors import s3_error
+from .s3_parts import PartedDownload, Probe
 from .s3_source import S3Location
 from .sources import redact_url
 from .store import Staging, write_atomically
 
+MiB = 1 << 20
 S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 MAX_LIST_PAGES = 10_000  # 10 million objects: far beyond any model, a bound on a store that never stops
 STATE_DIR = "s3-state"
@@ -54,10 +56,18 @@ class S3Client:
         self.creds = creds
         self.timeout = timeout
         self.session = requests.Session()
+        self._local = threading.local()
 
-    def headers(self, url: str, extra: dict | None = None) -> dict:
+    def session_for_thread(self) -> requests.Session:
+        """A Session per thread: requests does not promise that one Session is safe across threads."""
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+        return session
+
+    def headers(self, url: str, extra: dict | None = None, method: str = "GET") -> dict:
         extra = dict(extra or {})
-        signed = sign("GET", url, self.creds, self.location.region, extra) if self.creds else extra
+        signed = sign(method, url, self.creds, self.location.region, extra) if self.creds else extra
         return {**signed, "User-Agent": f"llm-model-puller/{__version__}", "Accept-Encoding": "identity"}
 
     def list_prefix(self, settings) -> list[S3Object]:
@@ -171,19 +181,27 @@ class S3ObjectDownload(Download):
     def verify(self, expected_sha256: str | None) -> str:
         """The file's sha256 after checking it against the store's checksum and expected_sha256."""
         digest = self.hasher.hexdigest()
-        if self.checksum:
-            stored = base64.b64decode(self.checksum).hex()
-            if stored != digest:
-                self.discard()
-                raise ChecksumError(f"{self.what} has sha256 {digest} but the store's x-amz-checksum-sha256 says {stored}")
-        if expected_sha256 and digest != expected_sha256:
+        problem = mismatch(self.what, digest, self.checksum, expected_sha256)
+        if problem:
             self.discard()
-            raise ChecksumError(f"{self.what} has sha256 {digest}, expected {expected_sha256}")
+            raise ChecksumError(problem)
         return digest
 
     def discard(self) -> None:
         super().discard()
         self.checksum_file.unlink(missing_ok=True)
+
+
+def mismatch(what: str, digest: str, store_checksum: str | None, expected_sha256: str | None) -> str | None:
+    """Why a file with this sha256 is not the object: the store's x-amz-checksum-sha256 (base64) or
+    MODEL_SHA256 says otherwise. None when it matches what is known."""
+    if store_checksum:
+        stored = base64.b64decode(store_checksum).hex()
+        if stored != digest:
+            return f"{what} has sha256 {digest} but the store's x-amz-checksum-sha256 says {stored}"
+    if expected_sha256 and digest != expected_sha256:
+        return f"{what} has sha256 {digest}, expected {expected_sha256}"
+    return None
 
 
 class SharedProgress:
@@ -218,17 +236,27 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
     client = S3Client(location, creds, timeout)
     (staging.root / STATE_DIR).mkdir(parents=True, exist_ok=True)
     if not location.is_prefix:
-        obj = S3Object(location.key, cfg.file_name, None, None)
-        state_file, _ = state_paths(staging, obj.key)
-        download = S3ObjectDownload(client, obj.key, staging.files / obj.path, state_file, progress, timeout)
-        with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
-        digest = download.verify(cfg.sha256)
-        verified = "verified" if cfg.sha256 or download.checksum else "(no MODEL_SHA256 or store checksum to compare with)"
+        key, path = location.key, staging.files / cfg.file_name
+        state_file, _ = state_paths(staging, key)
+        probe = Probe(client, key, cfg.settings.s3_part_mib * MiB, cfg.settings)
+        if probe.by_parts:
+            parted = PartedDownload(client, probe, path, state_file.with_suffix(".parts"), SharedProgress(progress), cfg.settings)
+            digest, checksum, etag = parted.run(), probe.checksum(), probe.etag
+            problem = mismatch(probe.what, digest, checksum, cfg.sha256)
+            if problem:
+                path.unlink(missing_ok=True)
+                state_file.with_suffix(".parts").unlink(missing_ok=True)
+                raise ChecksumError(problem)
+        else:
+            download = S3ObjectDownload(client, key, path, state_file, progress, timeout)
+            with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
+            digest, checksum, etag = download.verify(cfg.sha256), download.checksum, download.validator
+        verified = "verified" if cfg.sha256 or checksum else "(no MODEL_SHA256 or store checksum to compare with)"
         log.info("sha256 %s %s", digest, verified)
-        details = {"kind": "s3", "sha256": digest, "objects": [{"key": obj.key, "etag": download.validator, "sha256": digest}]}
+        details = {"kind": "s3", "sha256": digest, "objects": [{"key": key, "etag": etag, "sha256": digest}]}
         if cfg.fetch_url != cfg.url:
             details["fetched_from"] = redact_url(cfg.fetch_url)
-        return [obj.path], details
+        return [cfg.file_name], details
 
     objects = client.list_prefix(cfg.settings)
     if not objects:

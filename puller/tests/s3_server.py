@@ -71,8 +71,16 @@ class S3Server:
             "ROOT_SECRET_KEY": ROOT_KEY.secret_key,
         }
         command = [
-            str(VERSITYGW), "--port", f"127.0.0.1:{self.port}", "--admin-port", f"127.0.0.1:{self.admin_port}",
-            "--iam-dir", str(self.workdir / "iam"), "--quiet", "--region", REGION,
+            str(VERSITYGW),
+            "--port",
+            f"127.0.0.1:{self.port}",
+            "--admin-port",
+            f"127.0.0.1:{self.admin_port}",
+            "--iam-dir",
+            str(self.workdir / "iam"),
+            "--quiet",
+            "--region",
+            REGION,
         ]
         if self.keep_alive:
             command.append("--keep-alive")
@@ -87,15 +95,34 @@ class S3Server:
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.__exit__()
-                    raise RuntimeError("versitygw did not start: " + (self.workdir / "versitygw.log").read_text()) from None
+                    raise RuntimeError(
+                        "versitygw did not start: " + (self.workdir / "versitygw.log").read_text()
+                    ) from None
                 time.sleep(0.05)
         admin = [
-            str(VERSITYGW), "admin", "--access", ROOT_KEY.access_key, "--secret", ROOT_KEY.secret_key,
-            "--endpoint-url", f"http://127.0.0.1:{self.admin_port}",
+            str(VERSITYGW),
+            "admin",
+            "--access",
+            ROOT_KEY.access_key,
+            "--secret",
+            ROOT_KEY.secret_key,
+            "--endpoint-url",
+            f"http://127.0.0.1:{self.admin_port}",
         ]
         subprocess.run(
-            [*admin, "create-user", "--access", READER_KEY.access_key, "--secret", READER_KEY.secret_key, "--role", "user"],
-            check=True, capture_output=True, timeout=30,
+            [
+                *admin,
+                "create-user",
+                "--access",
+                READER_KEY.access_key,
+                "--secret",
+                READER_KEY.secret_key,
+                "--role",
+                "user",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
         )
         return self
 
@@ -122,7 +149,9 @@ class S3Server:
 
     def put(self, bucket: str, key: str, data: bytes, *, checksum: bool = True) -> str:
         """Upload one object; its ETag."""
-        headers = {"x-amz-checksum-sha256": base64.b64encode(hashlib.sha256(data).digest()).decode()} if checksum else {}
+        headers = (
+            {"x-amz-checksum-sha256": base64.b64encode(hashlib.sha256(data).digest()).decode()} if checksum else {}
+        )
         return self.request("PUT", f"/{bucket}/{key}", data, headers).headers["ETag"]
 
     def put_file(self, bucket: str, key: str, path: Path) -> str:
@@ -142,7 +171,9 @@ def upload_file(server_url: str, bucket: str, key: str, path: Path) -> str:
     headers = {"x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode()}
     signed = sign("PUT", url, ROOT_KEY, REGION, headers, payload_sha256="UNSIGNED-PAYLOAD")
     with open(path, "rb") as f:
-        response = requests.put(url, data=f, headers={**signed, "Content-Length": str(path.stat().st_size)}, timeout=600)
+        response = requests.put(
+            url, data=f, headers={**signed, "Content-Length": str(path.stat().st_size)}, timeout=600
+        )
     if response.status_code >= 300:
         raise RuntimeError(f"PUT {key}: HTTP {response.status_code} {response.text[:300]}")
     return response.headers["ETag"]

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -48,6 +49,52 @@ def assert_no_credential(run):
             assert secret not in text
 
 
+def direct_env(s3, dest, url: str, **extra: str) -> dict[str, str]:
+    """The environment of a puller run outside the `puller` fixture (these tests start it themselves)."""
+    return {
+        **s3.env(),
+        "MODEL_URL": url,
+        "MODEL_DEST": str(dest),
+        "PYTHONPATH": str(SRC),
+        "PATH": "/usr/bin:/bin",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "PULLER_BACKOFF_SECONDS": "0.01",
+        **extra,
+    }
+
+
+@contextmanager
+def slow_pull(s3, env: dict[str, str], ready):
+    """A puller whose every connection goes through a 4 MiB/s proxy, yielded once ready() is true (at
+    most 30 s); the proxy goes when the block ends."""
+    with SlowProxy(s3.port, rate=4 * MiB) as proxy:
+        pull = subprocess.Popen(
+            [sys.executable, "-m", "llm_model_puller"],
+            env={**env, "AWS_ENDPOINT_URL": proxy.url},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        yield pull
+
+
+def parts_done(dest, key: str) -> int:
+    state = dest / STAGING / "s3-state" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parts")
+    try:
+        return len(json.loads(state.read_text())["done"])
+    except (OSError, ValueError):
+        return 0
+
+
+def run_direct(env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "llm_model_puller"], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_one_private_object_is_signed_and_checked_against_the_store_checksum(s3, puller, dest):
     data = payload(2 * MiB, seed=30)
 
@@ -70,8 +117,9 @@ def test_a_prefix_keeps_its_layout_and_a_second_pull_transfers_nothing(s3, pulle
     assert run.returncode == 0, run.output
     for path, data in FOLDER.items():
         assert (dest / path).read_bytes() == data, path
-    assert sorted(p.name for p in dest.iterdir()) == sorted([MANIFEST, "config.json", "tokenizer",
-                                                             "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"])
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        [MANIFEST, "config.json", "tokenizer", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    )
     recorded = manifest(dest)
     assert recorded["kind"] == "s3-prefix"
     assert [(o["key"], o["path"], o["sha256"]) for o in recorded["objects"]] == [
@@ -84,7 +132,9 @@ def test_a_prefix_keeps_its_layout_and_a_second_pull_transfers_nothing(s3, pulle
     assert_no_credential(run)
 
     # The same source again: complete without a request (the endpoint now points nowhere).
-    again = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/llama/", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"})
+    again = puller(
+        {**s3.env(), "MODEL_URL": f"s3://{BUCKET}/llama/", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}
+    )
     assert again.returncode == 0, again.output
     assert "is already complete" in again.stdout
 
@@ -118,25 +168,19 @@ def test_an_object_that_fails_its_checksum_is_fetched_again_alone(s3, puller, de
         assert (dest / path).read_bytes() == data, path
 
 
-def test_a_killed_pull_resumes_the_object_by_range(s3, tmp_path, dest):
+def test_a_killed_pull_resumes_the_object_by_range(s3, dest):
     """SIGKILL in the middle of an object (a slow link, through a proxy); the next run asks only for the rest."""
     data = payload(12 * MiB, seed=34)
     s3.put(BUCKET, "big/weights.safetensors", data)
-    env = {**s3.env(), "MODEL_URL": f"s3://{BUCKET}/big/", "MODEL_DEST": str(dest), "PYTHONPATH": str(SRC),
-           "AWS_EC2_METADATA_DISABLED": "true", "PULLER_PROGRESS_SECONDS": "0.2", "PATH": "/usr/bin:/bin"}
+    env = direct_env(s3, dest, f"s3://{BUCKET}/big/")
     partial = dest / STAGING / "files" / "weights.safetensors"
-    with SlowProxy(s3.port, rate=4 * MiB) as proxy:
-        slow = subprocess.Popen([sys.executable, "-m", "llm_model_puller"], env={**env, "AWS_ENDPOINT_URL": proxy.url},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while not (partial.exists() and partial.stat().st_size >= 2 * MiB) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        slow.send_signal(signal.SIGKILL)
-        slow.communicate(timeout=10)
+    with slow_pull(s3, env, lambda: partial.exists() and partial.stat().st_size >= 2 * MiB) as pull:
+        pull.send_signal(signal.SIGKILL)
+        pull.communicate(timeout=10)
     kept = partial.stat().st_size
     assert 2 * MiB <= kept < len(data)
 
-    done = subprocess.run([sys.executable, "-m", "llm_model_puller"], env=env, capture_output=True, text=True, timeout=60)
+    done = run_direct(env)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "weights.safetensors").read_bytes() == data
@@ -148,8 +192,15 @@ def test_a_large_object_comes_in_parallel_parts_hashed_in_order(s3, puller, dest
     data = payload(5 * MiB + 123, seed=35)
     s3.put(BUCKET, "parts/model.gguf", data)
 
-    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/parts/model.gguf", "PULLER_S3_PART_MIB": "1",
-                  "PULLER_S3_MAX_WORKERS": "3", "MODEL_SHA256": sha256(data)})
+    run = puller(
+        {
+            **s3.env(),
+            "MODEL_URL": f"s3://{BUCKET}/parts/model.gguf",
+            "PULLER_S3_PART_MIB": "1",
+            "PULLER_S3_MAX_WORKERS": "3",
+            "MODEL_SHA256": sha256(data),
+        }
+    )
 
     assert run.returncode == 0, run.output
     assert "s3://models/parts/model.gguf: 5.0 MiB in 6 parts of 1.0 MiB, 3 at a time" in run.stdout
@@ -174,27 +225,14 @@ def test_a_killed_parted_pull_fetches_only_the_missing_parts(s3, dest):
     data = payload(12 * MiB, seed=37)
     key = "parts/killed.gguf"
     s3.put(BUCKET, key, data)
-    env = {**s3.env(), "MODEL_URL": f"s3://{BUCKET}/{key}", "MODEL_DEST": str(dest), "PYTHONPATH": str(SRC),
-           "AWS_EC2_METADATA_DISABLED": "true", "PULLER_S3_PART_MIB": "1", "PULLER_S3_MAX_WORKERS": "2",
-           "PATH": "/usr/bin:/bin"}
-    state = dest / STAGING / "s3-state" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parts")
-    with SlowProxy(s3.port, rate=4 * MiB) as proxy:
-        slow = subprocess.Popen([sys.executable, "-m", "llm_model_puller"], env={**env, "AWS_ENDPOINT_URL": proxy.url},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if len(json.loads(state.read_text())["done"]) >= 3:
-                    break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.02)
-        slow.send_signal(signal.SIGKILL)
-        slow.communicate(timeout=10)
-    kept = len(json.loads(state.read_text())["done"])
+    env = direct_env(s3, dest, f"s3://{BUCKET}/{key}", PULLER_S3_PART_MIB="1", PULLER_S3_MAX_WORKERS="2")
+    with slow_pull(s3, env, lambda: parts_done(dest, key) >= 3) as pull:
+        pull.send_signal(signal.SIGKILL)
+        pull.communicate(timeout=10)
+    kept = parts_done(dest, key)
     assert 3 <= kept < 12
 
-    done = subprocess.run([sys.executable, "-m", "llm_model_puller"], env=env, capture_output=True, text=True, timeout=60)
+    done = run_direct(env)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "killed.gguf").read_bytes() == data
@@ -208,21 +246,8 @@ def test_an_object_replaced_mid_pull_is_started_again(s3, dest):
     old, new = payload(8 * MiB, seed=38), payload(8 * MiB, seed=39)
     key = "parts/replaced.gguf"
     s3.put(BUCKET, key, old)
-    env = {**s3.env(), "MODEL_URL": f"s3://{BUCKET}/{key}", "MODEL_DEST": str(dest), "PYTHONPATH": str(SRC),
-           "AWS_EC2_METADATA_DISABLED": "true", "PULLER_S3_PART_MIB": "1", "PULLER_S3_MAX_WORKERS": "2",
-           "PULLER_BACKOFF_SECONDS": "0.01", "PATH": "/usr/bin:/bin"}
-    state = dest / STAGING / "s3-state" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parts")
-    with SlowProxy(s3.port, rate=4 * MiB) as proxy:
-        pull = subprocess.Popen([sys.executable, "-m", "llm_model_puller"], env={**env, "AWS_ENDPOINT_URL": proxy.url},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if len(json.loads(state.read_text())["done"]) >= 2:
-                    break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.02)
+    env = direct_env(s3, dest, f"s3://{BUCKET}/{key}", PULLER_S3_PART_MIB="1", PULLER_S3_MAX_WORKERS="2")
+    with slow_pull(s3, env, lambda: parts_done(dest, key) >= 2) as pull:
         s3.put(BUCKET, key, new)
         output, _ = pull.communicate(timeout=60)
 
@@ -235,28 +260,77 @@ def test_an_object_replaced_mid_pull_is_started_again(s3, dest):
 @pytest.mark.parametrize(
     ("env", "url", "code", "message"),
     [
-        ({"AWS_SECRET_ACCESS_KEY": "wrong/Secret+Key/ForTheS3Gateway000000"}, f"s3://{BUCKET}/{SINGLE}", EXIT_AUTH,
-         "access refused: the store rejected the signature of s3://models/tiny/tiny.Q4_K_M.gguf (SignatureDoesNotMatch): "
-         "AWS_SECRET_ACCESS_KEY is not the secret of AWS_ACCESS_KEY_ID"),
-        ({"AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000001"}, f"s3://{BUCKET}/llama/", EXIT_AUTH,
-         "access refused: the store does not know the access key (InvalidAccessKeyId) for s3://models/llama/"),
-        ({"AWS_ACCESS_KEY_ID": READER_KEY.access_key, "AWS_SECRET_ACCESS_KEY": READER_KEY.secret_key},
-         f"s3://{BUCKET}/{SINGLE}", EXIT_AUTH, "access refused: access denied to s3://models/tiny/tiny.Q4_K_M.gguf (AccessDenied)"),
-        ({"AWS_SESSION_TOKEN": "FwoGZXIvYXdzEBYaDSESSIONTOKENVALUE0001"}, f"s3://{BUCKET}/{SINGLE}", EXIT_AUTH,
-         "access refused: the store does not accept AWS_SESSION_TOKEN (InvalidToken)"),
-        ({}, "s3://no-such-bucket/llama/", EXIT_NOT_FOUND, "not found: no such bucket for s3://no-such-bucket/llama/ (NoSuchBucket)"),
-        ({}, f"s3://{BUCKET}/tiny/missing.gguf", EXIT_NOT_FOUND, "not found: no such object s3://models/tiny/missing.gguf (NoSuchKey)"),
+        (
+            {"AWS_SECRET_ACCESS_KEY": "wrong/Secret+Key/ForTheS3Gateway000000"},
+            f"s3://{BUCKET}/{SINGLE}",
+            EXIT_AUTH,
+            "access refused: the store rejected the signature of s3://models/tiny/tiny.Q4_K_M.gguf "
+            "(SignatureDoesNotMatch): AWS_SECRET_ACCESS_KEY is not the secret of AWS_ACCESS_KEY_ID",
+        ),
+        (
+            {"AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000001"},
+            f"s3://{BUCKET}/llama/",
+            EXIT_AUTH,
+            "access refused: the store does not know the access key (InvalidAccessKeyId) for s3://models/llama/",
+        ),
+        (
+            {"AWS_ACCESS_KEY_ID": READER_KEY.access_key, "AWS_SECRET_ACCESS_KEY": READER_KEY.secret_key},
+            f"s3://{BUCKET}/{SINGLE}",
+            EXIT_AUTH,
+            "access refused: access denied to s3://models/tiny/tiny.Q4_K_M.gguf (AccessDenied)",
+        ),
+        (
+            {"AWS_SESSION_TOKEN": "FwoGZXIvYXdzEBYaDSESSIONTOKENVALUE0001"},
+            f"s3://{BUCKET}/{SINGLE}",
+            EXIT_AUTH,
+            "access refused: the store does not accept AWS_SESSION_TOKEN (InvalidToken)",
+        ),
+        (
+            {},
+            "s3://no-such-bucket/llama/",
+            EXIT_NOT_FOUND,
+            "not found: no such bucket for s3://no-such-bucket/llama/ (NoSuchBucket)",
+        ),
+        (
+            {},
+            f"s3://{BUCKET}/tiny/missing.gguf",
+            EXIT_NOT_FOUND,
+            "not found: no such object s3://models/tiny/missing.gguf (NoSuchKey)",
+        ),
         ({}, f"s3://{BUCKET}/empty/", EXIT_NOT_FOUND, "not found: no object under s3://models/empty/"),
-        ({"AWS_REGION": "eu-west-1"}, f"s3://{BUCKET}/{SINGLE}", EXIT_USAGE,
-         "configuration error: the bucket of s3://models/tiny/tiny.Q4_K_M.gguf is not in region eu-west-1 "
-         "(AuthorizationHeaderMalformed; the store says us-east-1): set AWS_REGION"),
-        ({"AWS_ACCESS_KEY_ID": ROOT_KEY.access_key, "AWS_SECRET_ACCESS_KEY": ""}, f"s3://{BUCKET}/{SINGLE}", EXIT_USAGE,
-         "configuration error: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together; AWS_SECRET_ACCESS_KEY is not set"),
-        ({"MODEL_SHA256": "0" * 64}, f"s3://{BUCKET}/llama/", EXIT_USAGE,
-         "configuration error: MODEL_SHA256 goes with one object"),
+        (
+            {"AWS_REGION": "eu-west-1"},
+            f"s3://{BUCKET}/{SINGLE}",
+            EXIT_USAGE,
+            "configuration error: the bucket of s3://models/tiny/tiny.Q4_K_M.gguf is not in region eu-west-1 "
+            "(AuthorizationHeaderMalformed; the store says us-east-1): set AWS_REGION",
+        ),
+        (
+            {"AWS_ACCESS_KEY_ID": ROOT_KEY.access_key, "AWS_SECRET_ACCESS_KEY": ""},
+            f"s3://{BUCKET}/{SINGLE}",
+            EXIT_USAGE,
+            "configuration error: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together; "
+            "AWS_SECRET_ACCESS_KEY is not set",
+        ),
+        (
+            {"MODEL_SHA256": "0" * 64},
+            f"s3://{BUCKET}/llama/",
+            EXIT_USAGE,
+            "configuration error: MODEL_SHA256 goes with one object",
+        ),
     ],
-    ids=["wrong-secret", "unknown-key", "access-denied", "session-token", "no-bucket", "no-key", "empty-prefix",
-         "region", "half-a-key", "sha256-with-prefix"],
+    ids=[
+        "wrong-secret",
+        "unknown-key",
+        "access-denied",
+        "session-token",
+        "no-bucket",
+        "no-key",
+        "empty-prefix",
+        "region",
+        "half-a-key",
+        "sha256-with-prefix",
+    ],
 )
 def test_errors_say_what_to_fix_once(s3, puller, env, url, code, message):
     run = puller({**s3.env(), **env, "MODEL_URL": url, "PULLER_MAX_RETRIES": "3"})
@@ -270,8 +344,14 @@ def test_errors_say_what_to_fix_once(s3, puller, env, url, code, message):
 
 def test_an_endpoint_that_does_not_answer(s3, puller):
     port = free_port()
-    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/llama/", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-                  "PULLER_MAX_RETRIES": "1"})
+    run = puller(
+        {
+            **s3.env(),
+            "MODEL_URL": f"s3://{BUCKET}/llama/",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "PULLER_MAX_RETRIES": "1",
+        }
+    )
 
     assert run.returncode == EXIT_NETWORK, run.output
     assert run.termination.startswith("network failure: s3://models/llama/: gave up after 2 attempts")
@@ -290,8 +370,15 @@ class ContainerCredentials(RecordingServer):
         if handler.headers.get("Authorization") != self.token:
             self.send_status(handler, 401, body=b"unauthorized\n")
             return
-        self.send_json(handler, 200, {"AccessKeyId": ROOT_KEY.access_key, "SecretAccessKey": ROOT_KEY.secret_key,
-                                      "Expiration": "2099-01-01T00:00:00Z"})
+        self.send_json(
+            handler,
+            200,
+            {
+                "AccessKeyId": ROOT_KEY.access_key,
+                "SecretAccessKey": ROOT_KEY.secret_key,
+                "Expiration": "2099-01-01T00:00:00Z",
+            },
+        )
 
 
 def test_without_a_key_the_pod_identity_endpoint_gives_one(s3, puller, dest, tmp_path):
@@ -299,9 +386,14 @@ def test_without_a_key_the_pod_identity_endpoint_gives_one(s3, puller, dest, tmp
     token_file.write_text("pod-identity-TOKEN-value-1234567890")
     env = {key: value for key, value in s3.env().items() if not key.startswith("AWS_ACCESS") and "SECRET" not in key}
     with ContainerCredentials("pod-identity-TOKEN-value-1234567890") as agent:
-        run = puller({**env, "MODEL_URL": f"s3://{BUCKET}/{SINGLE}",
-                      "AWS_CONTAINER_CREDENTIALS_FULL_URI": agent.url + "/v1/credentials",
-                      "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(token_file)})
+        run = puller(
+            {
+                **env,
+                "MODEL_URL": f"s3://{BUCKET}/{SINGLE}",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI": agent.url + "/v1/credentials",
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(token_file),
+            }
+        )
         assert len(agent.seen("GET", "/v1/credentials")) == 1
 
     assert run.returncode == 0, run.output
@@ -341,8 +433,15 @@ def test_a_web_identity_token_is_exchanged_at_sts_and_its_session_signs(s3, pull
     token_file.write_text("eyJhbGciOiJSUzI1NiJ9.WEBIDENTITYTOKEN.sig")
     env = {key: value for key, value in s3.env().items() if not key.startswith("AWS_ACCESS") and "SECRET" not in key}
     with STS() as sts:
-        run = puller({**env, "MODEL_URL": f"s3://{BUCKET}/{SINGLE}", "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
-                      "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/weights-reader", "AWS_ENDPOINT_URL_STS": sts.url})
+        run = puller(
+            {
+                **env,
+                "MODEL_URL": f"s3://{BUCKET}/{SINGLE}",
+                "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
+                "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/weights-reader",
+                "AWS_ENDPOINT_URL_STS": sts.url,
+            }
+        )
 
     [form] = sts.forms
     assert form["Action"] == "AssumeRoleWithWebIdentity"
@@ -359,13 +458,21 @@ def test_a_web_identity_token_is_exchanged_at_sts_and_its_session_signs(s3, pull
     ("body", "status", "message"),
     [
         # AWS's own bodies for the cases versitygw cannot produce (it issues no session tokens).
-        (b"<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>", 400,
-         "the session token has expired (ExpiredToken) reading s3://b/k: renew AWS_SESSION_TOKEN"),
-        (b"<Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed "
-         b"using the specified endpoint.</Message></Error>", 301,
-         "the bucket of s3://b/k is not in region us-east-1 (PermanentRedirect; the store says eu-central-1)"),
+        (
+            b"<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>",
+            400,
+            "the session token has expired (ExpiredToken) reading s3://b/k: renew AWS_SESSION_TOKEN",
+        ),
+        (
+            b"<Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed "
+            b"using the specified endpoint.</Message></Error>",
+            301,
+            "the bucket of s3://b/k is not in region us-east-1 (PermanentRedirect; the store says eu-central-1)",
+        ),
     ],
 )
 def test_aws_error_bodies_read_as_what_to_fix(body, status, message):
-    error = s3_error(status, {"x-amz-bucket-region": "eu-central-1"} if status == 301 else {}, body, "s3://b/k", "us-east-1")
+    error = s3_error(
+        status, {"x-amz-bucket-region": "eu-central-1"} if status == 301 else {}, body, "s3://b/k", "us-east-1"
+    )
     assert str(error).startswith(message)

@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote, urlsplit
 import requests
 
 from .errors import AuthError, UsageError
-from .progress import log, register_secret
+from .progress import register_secret
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
@@ -63,7 +63,9 @@ def resolve_credentials(env: Mapping[str, str], region: str, timeout: float) -> 
     found = static_credentials(env)
     if found is None and _get(env, "AWS_WEB_IDENTITY_TOKEN_FILE"):
         found = web_identity_credentials(env, region, timeout)
-    if found is None and (_get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") or _get(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")):
+    if found is None and (
+        _get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") or _get(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+    ):
         found = container_credentials(env, timeout)
     if found is None and (_get(env, "AWS_EC2_METADATA_DISABLED") or "").lower() != "true":
         found = instance_credentials(env)
@@ -94,7 +96,9 @@ def web_identity_credentials(env: Mapping[str, str], region: str, timeout: float
     try:
         response = requests.post(endpoint + "/", data=form, timeout=timeout)
     except requests.RequestException as exc:
-        raise AuthError(f"STS at {endpoint} did not answer ({type(exc).__name__}); check AWS_ENDPOINT_URL_STS") from None
+        raise AuthError(
+            f"STS at {endpoint} did not answer ({type(exc).__name__}); check AWS_ENDPOINT_URL_STS"
+        ) from None
     if response.status_code != 200:
         code, message = xml_error(response.content)
         raise AuthError(
@@ -117,7 +121,9 @@ def web_identity_credentials(env: Mapping[str, str], region: str, timeout: float
 
 
 def container_credentials(env: Mapping[str, str], timeout: float) -> Credentials:
-    url = _get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") or ECS_HOST + _get(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+    url = _get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") or ECS_HOST + _get(
+        env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"
+    )
     headers = {}
     token_file = _get(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
     try:
@@ -134,7 +140,9 @@ def container_credentials(env: Mapping[str, str], timeout: float) -> Credentials
         return Credentials(data["AccessKeyId"], data["SecretAccessKey"], data.get("Token"), "container credentials")
     except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
         where = urlsplit(url).netloc
-        raise AuthError(f"the container credentials endpoint {where} gave no credentials ({type(exc).__name__})") from None
+        raise AuthError(
+            f"the container credentials endpoint {where} gave no credentials ({type(exc).__name__})"
+        ) from None
 
 
 def instance_credentials(env: Mapping[str, str]) -> Credentials | None:
@@ -147,7 +155,9 @@ def instance_credentials(env: Mapping[str, str]) -> Credentials | None:
         if token.status_code != 200:
             return None
         headers = {"X-aws-ec2-metadata-token": token.text}
-        roles = requests.get(base + "/latest/meta-data/iam/security-credentials/", headers=headers, timeout=IMDS_TIMEOUT)
+        roles = requests.get(
+            base + "/latest/meta-data/iam/security-credentials/", headers=headers, timeout=IMDS_TIMEOUT
+        )
         role = roles.text.split()[0] if roles.status_code == 200 and roles.text.strip() else None
         if role is None:
             return None
@@ -226,4 +236,3 @@ def sign(
 
 def describe(creds: Credentials | None) -> str:
     return "unsigned requests (no AWS credentials found)" if creds is None else f"credentials from {creds.origin}"
-

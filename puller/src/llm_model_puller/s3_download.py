@@ -87,7 +87,11 @@ class S3Client:
                     raise TransientError(unreachable(self.location, exc)) from exc
                 if response.status_code != 200:
                     raise s3_error(
-                        response.status_code, response.headers, response.content, what, self.location.region,
+                        response.status_code,
+                        response.headers,
+                        response.content,
+                        what,
+                        self.location.region,
                         signed=self.creds is not None,
                     )
                 return response.content
@@ -102,7 +106,11 @@ class S3Client:
                 if key.endswith("/"):
                     continue  # a "folder" marker object
                 size = item.findtext(f"{S3_NS}Size")
-                found.append(S3Object(key, relative_path(prefix, key), int(size) if size else None, item.findtext(f"{S3_NS}ETag")))
+                found.append(
+                    S3Object(
+                        key, relative_path(prefix, key), int(size) if size else None, item.findtext(f"{S3_NS}ETag")
+                    )
+                )
             token = root.findtext(f"{S3_NS}NextContinuationToken")
             if root.findtext(f"{S3_NS}IsTruncated") != "true" or not token:
                 break
@@ -125,7 +133,9 @@ def check_layout(objects: list[S3Object], what: str) -> None:
         parent = PurePosixPath(o.path).parent
         while str(parent) != ".":
             if str(parent) in paths:
-                raise UsageError(f"{what} holds both an object {parent} and objects below {parent}/: no folder can hold both")
+                raise UsageError(
+                    f"{what} holds both an object {parent} and objects below {parent}/: no folder can hold both"
+                )
             parent = parent.parent
 
 
@@ -154,7 +164,9 @@ class S3ObjectDownload(Download):
     def _accept(self, response: requests.Response) -> bool:
         if response.status_code >= 300 and response.status_code != 416:
             location, signed = self.client.location, self.client.creds is not None
-            raise s3_error(response.status_code, response.headers, response.content, self.what, location.region, signed=signed)
+            raise s3_error(
+                response.status_code, response.headers, response.content, self.what, location.region, signed=signed
+            )
         receiving = super()._accept(response)
         if response.status_code == 200:
             self._note_checksum(response.headers)
@@ -240,7 +252,9 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
         state_file, _ = state_paths(staging, key)
         probe = Probe(client, key, cfg.settings.s3_part_mib * MiB, cfg.settings)
         if probe.by_parts:
-            parted = PartedDownload(client, probe, path, state_file.with_suffix(".parts"), SharedProgress(progress), cfg.settings)
+            parted = PartedDownload(
+                client, probe, path, state_file.with_suffix(".parts"), SharedProgress(progress), cfg.settings
+            )
             digest, checksum, etag = parted.run(), probe.checksum(), probe.etag
             problem = mismatch(probe.what, digest, checksum, cfg.sha256)
             if problem:
@@ -260,7 +274,9 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
 
     objects = client.list_prefix(cfg.settings)
     if not objects:
-        raise NotFoundError(f"no object under {location.uri}: check the prefix (keys are case-sensitive) and the bucket")
+        raise NotFoundError(
+            f"no object under {location.uri}: check the prefix (keys are case-sensitive) and the bucket"
+        )
     records = pull_objects(client, objects, staging, progress, cfg)
     listing = "".join(f"{r['sha256']}  {r['path']}\n" for r in sorted(records, key=lambda r: r["path"]))
     details = {
@@ -272,7 +288,9 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
     return names, details
 
 
-def pull_objects(client: S3Client, objects: list[S3Object], staging: Staging, progress: Progress, cfg: Config) -> list[dict]:
+def pull_objects(
+    client: S3Client, objects: list[S3Object], staging: Staging, progress: Progress, cfg: Config
+) -> list[dict]:
     """Fetch every object not already finished, cfg.settings.s3_max_workers at a time; their records."""
     records, todo, have = [], [], 0
     for obj in objects:
@@ -287,7 +305,11 @@ def pull_objects(client: S3Client, objects: list[S3Object], staging: Staging, pr
     total = sum(o.size or 0 for o in objects)
     log.info(
         "%d objects, %s; %d already here, %d to fetch, %d at a time",
-        len(objects), human_bytes(total), len(objects) - len(todo), len(todo), cfg.settings.s3_max_workers,
+        len(objects),
+        human_bytes(total),
+        len(objects) - len(todo),
+        len(todo),
+        cfg.settings.s3_max_workers,
     )
     progress.begin(have, total)
     shared = SharedProgress(progress)
@@ -322,6 +344,12 @@ def pull_object(client: S3Client, obj: S3Object, staging: Staging, progress: Sha
     download = S3ObjectDownload(client, obj.key, path, state_file, progress, cfg.settings.timeout_seconds)
     with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
     digest = download.verify(None)
-    record = {"key": obj.key, "path": obj.path, "size": download.size, "etag": download.validator or obj.etag, "sha256": digest}
+    record = {
+        "key": obj.key,
+        "path": obj.path,
+        "size": download.size,
+        "etag": download.validator or obj.etag,
+        "sha256": digest,
+    }
     write_atomically(done_file, json.dumps(record))
     return record

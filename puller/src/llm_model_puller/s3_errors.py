@@ -40,7 +40,10 @@ FIXES = {
         "the temporary key it was issued with",
     ),
     "RequestTimeTooSkewed": (AuthError, "this machine's clock is too far from the store's (RequestTimeTooSkewed)"),
-    "NoSuchBucket": (NotFoundError, "no such bucket for {what} (NoSuchBucket): check the bucket name and AWS_ENDPOINT_URL"),
+    "NoSuchBucket": (
+        NotFoundError,
+        "no such bucket for {what} (NoSuchBucket): check the bucket name and AWS_ENDPOINT_URL",
+    ),
     "NoSuchKey": (NotFoundError, "no such object {what} (NoSuchKey); for a folder, end the URL with '/'"),
     "AuthorizationHeaderMalformed": (
         UsageError,
@@ -78,7 +81,9 @@ def s3_error(status: int, headers, body: bytes, what: str, region: str, *, signe
         detail = f"; the store says {expected}" if expected else ""
         return kind(text.format(what=what, region=region, detail=detail))
     if status in (401, 403):
-        return AuthError(f"HTTP {status} {code or 'without an S3 error code'} for {what}: the store refused the credentials")
+        return AuthError(
+            f"HTTP {status} {code or 'without an S3 error code'} for {what}: the store refused the credentials"
+        )
     if status in (404, 410):
         return NotFoundError(f"HTTP {status} {code or ''} for {what}".replace("  ", " "))
     if status == 301:

@@ -25,7 +25,7 @@ from .store import write_atomically
 MAX_RESTARTS = 3  # an object replaced again and again while it is read
 
 
-class ObjectChanged(Exception):
+class ObjectChangedError(Exception):
     """The object's ETag is no longer the one the parts were fetched for (HTTP 412)."""
 
 
@@ -42,10 +42,19 @@ class Probe:
     def _attempt(self) -> None:
         headers = {**self.client.headers(self.url), "Range": f"bytes=0-{self.part_size - 1}"}
         try:
-            with self.client.session.get(self.url, headers=headers, stream=True, timeout=self.client.timeout) as response:
+            with self.client.session.get(
+                self.url, headers=headers, stream=True, timeout=self.client.timeout
+            ) as response:
                 if response.status_code >= 300:
                     location, signed = self.client.location, self.client.creds is not None
-                    raise s3_error(response.status_code, response.headers, response.content, self.what, location.region, signed=signed)
+                    raise s3_error(
+                        response.status_code,
+                        response.headers,
+                        response.content,
+                        self.what,
+                        location.region,
+                        signed=signed,
+                    )
                 match = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
                 if response.status_code == 206 and match and match.group(3) != "*":
                     self.size, self.etag = int(match.group(3)), response.headers.get("ETag")
@@ -91,7 +100,7 @@ class PartedDownload:
         for _ in range(MAX_RESTARTS):
             try:
                 return self._run_once()
-            except ObjectChanged:
+            except ObjectChangedError:
                 log.warning("%s changed while it was read; starting it again", self.probe.what)
                 self.state_file.unlink(missing_ok=True)
                 self.probe = Probe(self.client, self.probe.key, self.part_size, self.settings)
@@ -105,14 +114,24 @@ class PartedDownload:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             free = shutil.disk_usage(self.path.parent).free
             if size > free:
-                raise DiskFullError(f"{self.path.name} needs {human_bytes(size)} but MODEL_DEST has {human_bytes(free)} free")
+                raise DiskFullError(
+                    f"{self.path.name} needs {human_bytes(size)} but MODEL_DEST has {human_bytes(free)} free"
+                )
             with open(self.path, "wb") as f:
                 f.truncate(size)
             self._save()
         else:
-            log.info("resuming %s: %d of %d parts here (%s)", self.path.name, len(self.done), self.count, human_bytes(have))
-        log.info("%s: %s in %d parts of %s, %d at a time", self.probe.what, human_bytes(size), self.count,
-                 human_bytes(self.part_size), self.settings.s3_max_workers)
+            log.info(
+                "resuming %s: %d of %d parts here (%s)", self.path.name, len(self.done), self.count, human_bytes(have)
+            )
+        log.info(
+            "%s: %s in %d parts of %s, %d at a time",
+            self.probe.what,
+            human_bytes(size),
+            self.count,
+            human_bytes(self.part_size),
+            self.settings.s3_max_workers,
+        )
         self.progress.begin(have, size)
         self.failed, self.hashed = False, 0
         hasher = hashlib.sha256()
@@ -147,7 +166,11 @@ class PartedDownload:
     def _resumable_parts(self) -> set[int]:
         try:
             state = json.loads(self.state_file.read_text())
-            same = (state["etag"], state["size"], state["part_size"]) == (self.probe.etag, self.probe.size, self.part_size)
+            same = (state["etag"], state["size"], state["part_size"]) == (
+                self.probe.etag,
+                self.probe.size,
+                self.part_size,
+            )
             if same and self.path.exists() and self.path.stat().st_size == self.probe.size:
                 return {int(i) for i in state["done"] if 0 <= int(i) < self.count}
         except (OSError, ValueError, KeyError, TypeError):
@@ -155,7 +178,12 @@ class PartedDownload:
         return set()
 
     def _save(self) -> None:
-        state = {"etag": self.probe.etag, "size": self.probe.size, "part_size": self.part_size, "done": sorted(self.done)}
+        state = {
+            "etag": self.probe.etag,
+            "size": self.probe.size,
+            "part_size": self.part_size,
+            "done": sorted(self.done),
+        }
         write_atomically(self.state_file, json.dumps(state))
 
     def _part(self, fd: int, index: int) -> None:
@@ -166,18 +194,32 @@ class PartedDownload:
             if self.failed:
                 return
             first = start + written[0]
-            headers = {**self.client.headers(self.probe.url), "Range": f"bytes={first}-{start + length - 1}",
-                       "If-Match": self.probe.etag}
+            headers = {
+                **self.client.headers(self.probe.url),
+                "Range": f"bytes={first}-{start + length - 1}",
+                "If-Match": self.probe.etag,
+            }
             try:
-                with self.client.session_for_thread().get(self.probe.url, headers=headers, stream=True,
-                                                          timeout=self.client.timeout) as response:
+                with self.client.session_for_thread().get(
+                    self.probe.url, headers=headers, stream=True, timeout=self.client.timeout
+                ) as response:
                     if response.status_code == 412:
-                        raise ObjectChanged()
+                        raise ObjectChangedError()
                     if response.status_code != 206:
                         location, signed = self.client.location, self.client.creds is not None
-                        error = s3_error(response.status_code, response.headers, response.content, self.probe.what,
-                                         location.region, signed=signed)
-                        raise error if response.status_code >= 300 else TransientError(f"HTTP {response.status_code} to a range")
+                        error = s3_error(
+                            response.status_code,
+                            response.headers,
+                            response.content,
+                            self.probe.what,
+                            location.region,
+                            signed=signed,
+                        )
+                        raise (
+                            error
+                            if response.status_code >= 300
+                            else TransientError(f"HTTP {response.status_code} to a range")
+                        )
                     for chunk in response.iter_content(CHUNK_SIZE):
                         chunk = chunk[: length - written[0]]
                         os.pwrite(fd, chunk, start + written[0])

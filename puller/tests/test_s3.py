@@ -204,6 +204,7 @@ def test_a_large_object_comes_in_parallel_parts_hashed_in_order(s3, puller, dest
 
     assert run.returncode == 0, run.output
     assert "s3://models/parts/model.gguf: 5.0 MiB in 6 parts of 1.0 MiB, 3 at a time" in run.stdout
+    assert "progress model.gguf: 5.0 MiB / 5.0 MiB (100.0%)" in run.stdout
     assert f"sha256 {sha256(data)} verified" in run.stdout
     assert (dest / "model.gguf").read_bytes() == data
     assert manifest(dest)["objects"][0]["etag"] == s3.put(BUCKET, "parts/model.gguf", data)  # same bytes, same ETag

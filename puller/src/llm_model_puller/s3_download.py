@@ -29,7 +29,7 @@ from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .s3_auth import Credentials, describe, resolve_credentials, sign
 from .s3_errors import s3_error
-from .s3_parts import PartedDownload, Probe
+from .s3_parts import PartedDownload, Probe, SharedProgress
 from .s3_source import S3Location
 from .sources import redact_url
 from .store import Staging, write_atomically
@@ -216,23 +216,6 @@ def mismatch(what: str, digest: str, store_checksum: str | None, expected_sha256
     return None
 
 
-class SharedProgress:
-    """One Progress for many parallel downloads: counts their bytes, ignores their begin/rebase."""
-
-    def __init__(self, progress: Progress):
-        self.progress = progress
-        self.lock = threading.Lock()
-
-    def begin(self, done: int, total: int | None) -> None:
-        pass
-
-    rebase = begin
-
-    def add(self, n: int) -> None:
-        with self.lock:
-            self.progress.add(n)
-
-
 def state_paths(staging: Staging, key: str) -> tuple[Path, Path]:
     """(resume state, completion record) of one object, named by a digest of its key."""
     name = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -252,9 +235,7 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
         state_file, _ = state_paths(staging, key)
         probe = Probe(client, key, cfg.settings.s3_part_mib * MiB, cfg.settings)
         if probe.by_parts:
-            parted = PartedDownload(
-                client, probe, path, state_file.with_suffix(".parts"), SharedProgress(progress), cfg.settings
-            )
+            parted = PartedDownload(client, probe, path, state_file.with_suffix(".parts"), progress, cfg.settings)
             digest, checksum, etag = parted.run(), probe.checksum(), probe.etag
             problem = mismatch(probe.what, digest, checksum, cfg.sha256)
             if problem:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import DiskFullError, PullerError, TransientError
 from .http_download import CHUNK_SIZE, CONTENT_RANGE, TRANSIENT_EXCEPTIONS
-from .progress import human_bytes, log
+from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .s3_errors import s3_error
 from .store import write_atomically
@@ -27,6 +27,23 @@ MAX_RESTARTS = 3  # an object replaced again and again while it is read
 
 class ObjectChangedError(Exception):
     """The object's ETag is no longer the one the parts were fetched for (HTTP 412)."""
+
+
+class SharedProgress:
+    """One Progress for many parallel downloads: counts their bytes, ignores their begin/rebase."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.lock = threading.Lock()
+
+    def begin(self, done: int, total: int | None) -> None:
+        pass
+
+    rebase = begin
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.progress.add(n)
 
 
 class Probe:
@@ -88,7 +105,9 @@ class PartedDownload:
 
     def __init__(self, client, probe: Probe, path: Path, state_file: Path, progress, settings):
         self.client, self.probe, self.path, self.state_file = client, probe, path, state_file
-        self.progress, self.settings = progress, settings
+        self.progress, self.settings = progress, settings  # the pull's Progress: this object's bytes alone
+        self.counter = SharedProgress(progress)  # what the part threads add to
+        self.began = False
         self.part_size = probe.part_size
         self.count = -(-probe.size // self.part_size)
         self.done: set[int] = set()
@@ -132,7 +151,8 @@ class PartedDownload:
             human_bytes(self.part_size),
             self.settings.s3_max_workers,
         )
-        self.progress.begin(have, size)
+        (self.progress.rebase if self.began else self.progress.begin)(have, size)
+        self.began = True
         self.failed, self.hashed = False, 0
         hasher = hashlib.sha256()
         hashing = threading.Thread(target=self._hash, args=(hasher,), name="s3-hash", daemon=True)

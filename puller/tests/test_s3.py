@@ -343,6 +343,22 @@ def test_errors_say_what_to_fix_once(s3, puller, env, url, code, message):
     assert "FwoGZXIvYXdzEBYaDSESSIONTOKENVALUE0001" not in run.output
 
 
+def test_an_empty_object_is_pulled(s3, puller, dest):
+    s3.put(BUCKET, "tiny/empty.txt", b"")
+
+    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/tiny/empty.txt"})
+
+    assert run.returncode == 0, run.output
+    assert (dest / "empty.txt").read_bytes() == b""
+
+
+def test_a_credential_learnt_from_the_chain_is_hidden_in_the_termination_message():
+    from llm_model_puller.progress import redact, register_secret
+
+    register_secret("LEARNT-secret-from-sts-0001")
+    assert redact("refused: LEARNT-secret-from-sts-0001 in a message", []) == "refused: *** in a message"
+
+
 def test_an_endpoint_that_does_not_answer(s3, puller):
     port = free_port()
     run = puller(

@@ -70,6 +70,9 @@ TOOLS = {
     "promtool": ("prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/promtool"),
     "prometheus": ("prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/prometheus"),
     "kube-state-metrics": ("kube-state-metrics", "k8s.io/kube-state-metrics/v2", "k8s.io/kube-state-metrics/v2"),
+    # The puller's S3 tests and `make bench-pull`: an S3 gateway over a directory that checks AWS
+    # Signature V4 (Apache-2.0; MinIO and garage are AGPL).
+    "versitygw": ("versitygw", "github.com/versity/versitygw", "github.com/versity/versitygw/cmd/versitygw"),
 }
 
 # Tools the local cluster and the operator need; operator-sdk is only for the bundle, helm for the chart.
@@ -142,6 +145,8 @@ def ldflags(tool: str, version: str) -> str:
         flags.append(f"-X github.com/containerd/containerd/v2/version.Version={version}")
     if module == "github.com/containernetworking/plugins":
         flags.append(f"-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={version}")
+    if tool == "versitygw":
+        flags.append(f"-X main.Version={version}")
     if tool == "crictl":
         flags.append(f"-X sigs.k8s.io/cri-tools/pkg/version.Version={version}")
     if module in ("github.com/prometheus/prometheus", "k8s.io/kube-state-metrics/v2"):

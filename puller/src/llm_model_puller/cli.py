@@ -115,6 +115,10 @@ def pull_locked(cfg: Config, shown: str) -> int:
             from .hf_download import pull_hf  # after prepare_hf_environment: huggingface_hub reads env on import
 
             names, details = pull_hf(cfg, staging, progress)
+        elif cfg.s3 is not None:
+            from .s3_download import pull_s3
+
+            names, details = pull_s3(cfg, staging, progress)
         else:
             details = pull_url(cfg, staging, progress)
             names = [cfg.file_name]

@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .errors import UsageError
+from .s3_source import S3Location, prefix_label, s3_location
 from .store import REVISIONS_DIR, ROOT_REVISION
 from .sources import URL_SCHEMES, file_name_for_url, hf_source, public_https_url, redact_url, source_identity, url_secrets
 
@@ -27,6 +28,8 @@ class Settings:
     timeout_seconds: float = 60.0
     progress_seconds: float = 5.0
     hf_max_workers: int = 8
+    s3_max_workers: int = 8
+    s3_part_mib: int = 32
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Config:
     fetch_url: str | None = None  # url translated to http(s)
     file_name: str | None = None
     sha256: str | None = None
+    s3: S3Location | None = None  # an s3:// source: signed requests, one object or a prefix (s3_download)
     settings: Settings = Settings()
     # The volume's root when MODEL_DEST is one revision directory in it (WEIGHTS_ROOT/revisions/<id>),
     # and the revisions the operator keeps there besides MODEL_DEST (store.prune_revisions).
@@ -48,6 +52,14 @@ class Config:
     keep: frozenset[str] = frozenset()
 
 
+# Variables that are credentials as a whole (the access key id too: it names the account).
+SECRET_VARIABLES = (
+    "HF_TOKEN",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+)
 # Variables whose URL may carry credentials in its user info or query string.
 URL_VARIABLES = ("MODEL_URL", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 
@@ -55,7 +67,7 @@ URL_VARIABLES = ("MODEL_URL", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOIN
 def secrets_from_env(env: Mapping[str, str]) -> list[str]:
     """Strings that must never reach a log line or the termination message: the Hub token, and the
     user info and query of every URL the environment gives (read before anything is validated)."""
-    found = [env.get("HF_TOKEN", "").strip()]
+    found = [env.get(name, "").strip() for name in SECRET_VARIABLES]
     for name in URL_VARIABLES:
         found += url_secrets(env.get(name, "").strip())
     return [secret for secret in found if secret]
@@ -88,6 +100,8 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         timeout_seconds=_number(env, "PULLER_TIMEOUT_SECONDS", Settings.timeout_seconds, float, 0.1),
         progress_seconds=_number(env, "PULLER_PROGRESS_SECONDS", Settings.progress_seconds, float, 0.1),
         hf_max_workers=_number(env, "PULLER_HF_MAX_WORKERS", Settings.hf_max_workers, int, 1),
+        s3_max_workers=_number(env, "PULLER_S3_MAX_WORKERS", Settings.s3_max_workers, int, 1),
+        s3_part_mib=_number(env, "PULLER_S3_PART_MIB", Settings.s3_part_mib, int, 1),
     )
 
 
@@ -159,11 +173,12 @@ def config_from_env(env: Mapping[str, str]) -> Config:
     if scheme not in URL_SCHEMES:
         raise UsageError(f"MODEL_URL scheme must be one of {', '.join(URL_SCHEMES)}, got {scheme or 'none'!r}")
     aws_endpoint = _get(env, "AWS_ENDPOINT_URL_S3") or _get(env, "AWS_ENDPOINT_URL")
-    if scheme == "s3" and aws_endpoint:
-        _check_http_url("AWS_ENDPOINT_URL", aws_endpoint)
+    s3 = s3_location(url, env) if scheme == "s3" else None
+    if s3 and s3.is_prefix and sha256:
+        raise UsageError("MODEL_SHA256 goes with one object; the objects of a prefix are checked against the store's checksums")
     try:
-        fetch_url = public_https_url(url, aws_endpoint)
-        file_name = file_name_for_url(url)
+        fetch_url = s3.object_url(s3.key) if s3 else public_https_url(url, aws_endpoint)
+        file_name = prefix_label(s3) if s3 and s3.is_prefix else file_name_for_url(url)
     except ValueError as exc:
         raise UsageError(f"MODEL_URL: {exc}") from None
     return Config(
@@ -173,6 +188,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
         fetch_url=fetch_url,
         file_name=file_name,
         sha256=sha256.lower() if sha256 else None,
+        s3=s3,
         hf_token=_get(env, "HF_TOKEN"),
         hf_endpoint=endpoint,
         settings=settings,

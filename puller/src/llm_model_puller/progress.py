@@ -34,10 +34,17 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record), self.secrets)
 
 
+# Secrets learnt after start-up: redact() hides them too, so the termination message does as the log.
+_LEARNT: list[str] = []
+
+
 def register_secret(secret: str) -> None:
-    """A secret learnt after start-up (the ServiceAccount token): redact it from every line from now on."""
+    """A secret learnt after start-up (the ServiceAccount token, credentials from STS or a metadata
+    endpoint): redact it from every line and every redact() from now on."""
     if not secret:
         return
+    if secret not in _LEARNT:
+        _LEARNT.append(secret)
     for handler in logging.getLogger().handlers:
         formatter = handler.formatter
         if isinstance(formatter, RedactingFormatter) and secret not in formatter.secrets:
@@ -47,7 +54,7 @@ def register_secret(secret: str) -> None:
 def redact(text: str, secrets: Iterable[str]) -> str:
     """text without the secrets (longest first: a secret may contain a shorter one) and without the
     user info and query of any URL."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+    for secret in sorted({s for s in (*secrets, *_LEARNT) if s}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return scrub_urls(text)
 

@@ -1,0 +1,336 @@
+"""s3:// sources: one object, or every object under a prefix (the layout kept), signed with SigV4.
+
+Each object is an http_download.Download whose every attempt is signed afresh, so it streams, hashes
+and resumes by Range (within the run and after a killed pod) exactly as a URL does. A prefix is listed
+with ListObjectsV2 and its objects are fetched a bounded number at a time (PULLER_S3_MAX_WORKERS). An
+object finished by an earlier, interrupted run of the same source is kept without a request when its
+ETag is still the listing's. Each object is checked against the store's full-object
+x-amz-checksum-sha256 when the store gives one, a single object also against MODEL_SHA256.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import threading
+import xml.etree.ElementTree as ET
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote, urlsplit
+
+import requests
+
+from . import __version__
+from .config import Config
+from .errors import ChecksumError, NotFoundError, TransientError, UsageError
+from .http_download import TRANSIENT_EXCEPTIONS, Download
+from .progress import Progress, human_bytes, log
+from .retry import with_retries
+from .s3_auth import Credentials, describe, resolve_credentials, sign
+from .s3_errors import s3_error
+from .s3_parts import PartedDownload, Probe, SharedProgress
+from .s3_source import S3Location
+from .sources import redact_url
+from .store import Staging, write_atomically
+
+MiB = 1 << 20
+S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+MAX_LIST_PAGES = 10_000  # 10 million objects: far beyond any model, a bound on a store that never stops
+STATE_DIR = "s3-state"
+
+
+@dataclass(frozen=True)
+class S3Object:
+    key: str
+    path: str  # relative path in MODEL_DEST
+    size: int | None
+    etag: str | None
+
+
+class S3Client:
+    """Signed requests to one bucket."""
+
+    def __init__(self, location: S3Location, creds: Credentials | None, timeout: float):
+        self.location = location
+        self.creds = creds
+        self.timeout = timeout
+        self.session = requests.Session()
+        self._local = threading.local()
+
+    def session_for_thread(self) -> requests.Session:
+        """A Session per thread: requests does not promise that one Session is safe across threads."""
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+        return session
+
+    def headers(self, url: str, extra: dict | None = None, method: str = "GET") -> dict:
+        extra = dict(extra or {})
+        signed = sign(method, url, self.creds, self.location.region, extra) if self.creds else extra
+        return {**signed, "User-Agent": f"llm-model-puller/{__version__}", "Accept-Encoding": "identity"}
+
+    def list_prefix(self, settings) -> list[S3Object]:
+        """Every object under the prefix (directory markers left out), each with its path below it."""
+        prefix, found, token = self.location.key, [], None
+        what = self.location.uri
+        for _ in range(MAX_LIST_PAGES):
+            query = f"list-type=2&prefix={quote(prefix, safe='-_.~')}"
+            if token:
+                query += f"&continuation-token={quote(token, safe='-_.~')}"
+            url = f"{self.location.bucket_url()}/?{query}"
+
+            def attempt(url=url):
+                try:
+                    response = self.session.get(url, headers=self.headers(url), timeout=self.timeout)
+                except TRANSIENT_EXCEPTIONS as exc:
+                    raise TransientError(unreachable(self.location, exc)) from exc
+                if response.status_code != 200:
+                    raise s3_error(
+                        response.status_code,
+                        response.headers,
+                        response.content,
+                        what,
+                        self.location.region,
+                        signed=self.creds is not None,
+                    )
+                return response.content
+
+            body = with_retries(attempt, settings, progress_marker=lambda: 0, what=what)
+            try:
+                root = ET.fromstring(body)
+            except ET.ParseError:
+                raise UsageError(f"{redact_url(url)} did not answer an S3 listing: check AWS_ENDPOINT_URL") from None
+            for item in root.iter(f"{S3_NS}Contents"):
+                key = item.findtext(f"{S3_NS}Key") or ""
+                if key.endswith("/"):
+                    continue  # a "folder" marker object
+                size = item.findtext(f"{S3_NS}Size")
+                found.append(
+                    S3Object(
+                        key, relative_path(prefix, key), int(size) if size else None, item.findtext(f"{S3_NS}ETag")
+                    )
+                )
+            token = root.findtext(f"{S3_NS}NextContinuationToken")
+            if root.findtext(f"{S3_NS}IsTruncated") != "true" or not token:
+                break
+        check_layout(found, what)
+        return found
+
+
+def relative_path(prefix: str, key: str) -> str:
+    """Where key goes below MODEL_DEST: its part after the prefix, refused when it could leave it."""
+    rest = key[len(prefix) :]
+    parts = rest.split("/")
+    if not rest or any(part in ("", ".", "..") for part in parts) or parts[0].startswith(".llm-model-puller"):
+        raise UsageError(f"object key {key!r} cannot be a path below MODEL_DEST (empty, '.' or '..' segments)")
+    return rest
+
+
+def check_layout(objects: list[S3Object], what: str) -> None:
+    paths = {o.path for o in objects}
+    for o in objects:
+        parent = PurePosixPath(o.path).parent
+        while str(parent) != ".":
+            if str(parent) in paths:
+                raise UsageError(
+                    f"{what} holds both an object {parent} and objects below {parent}/: no folder can hold both"
+                )
+            parent = parent.parent
+
+
+def unreachable(location: S3Location, exc: Exception) -> str:
+    host = urlsplit(location.bucket_url()).netloc
+    hint = "check AWS_ENDPOINT_URL" if location.endpoint else "check the network and AWS_REGION"
+    return f"the store at {host} does not answer ({type(exc).__name__}): {hint}"
+
+
+class S3ObjectDownload(Download):
+    """A Download whose every attempt is signed afresh and whose errors are read as S3 errors."""
+
+    def __init__(self, client: S3Client, key: str, path: Path, state_file: Path, progress, timeout: float):
+        url = client.location.object_url(key)
+        super().__init__(url, path, state_file, headers={}, auth_hint="", timeout=timeout, progress=progress)
+        self.client = client
+        self.what = f"s3://{client.location.bucket}/{key}"
+        self.shown_url = self.what
+        self.checksum_file = state_file.with_suffix(".checksum")
+        self.checksum = self._read_checksum()
+
+    def attempt(self) -> None:
+        self.headers = self.client.headers(self.url, {"x-amz-checksum-mode": "ENABLED"})
+        super().attempt()
+
+    def _accept(self, response: requests.Response) -> bool:
+        if response.status_code >= 300 and response.status_code != 416:
+            location, signed = self.client.location, self.client.creds is not None
+            raise s3_error(
+                response.status_code, response.headers, response.content, self.what, location.region, signed=signed
+            )
+        receiving = super()._accept(response)
+        if response.status_code == 200:
+            self._note_checksum(response.headers)
+        return receiving
+
+    def _note_checksum(self, headers) -> None:
+        """The store's sha256 of the whole object (a multipart object's composite one is no file hash)."""
+        value = headers.get("x-amz-checksum-sha256")
+        composite = headers.get("x-amz-checksum-type", "FULL_OBJECT").upper() != "FULL_OBJECT" or "-" in (value or "")
+        self.checksum = None if not value or composite else value
+        write_atomically(self.checksum_file, json.dumps({"sha256": self.checksum}))
+
+    def _read_checksum(self) -> str | None:
+        try:
+            return json.loads(self.checksum_file.read_text()).get("sha256") if self.size else None
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, requests.exceptions.ConnectionError):
+            return unreachable(self.client.location, exc)
+        return super()._describe(exc)
+
+    def verify(self, expected_sha256: str | None) -> str:
+        """The file's sha256 after checking it against the store's checksum and expected_sha256."""
+        digest = self.hasher.hexdigest()
+        problem = mismatch(self.what, digest, self.checksum, expected_sha256)
+        if problem:
+            self.discard()
+            raise ChecksumError(problem)
+        return digest
+
+    def discard(self) -> None:
+        super().discard()
+        self.checksum_file.unlink(missing_ok=True)
+
+
+def mismatch(what: str, digest: str, store_checksum: str | None, expected_sha256: str | None) -> str | None:
+    """Why a file with this sha256 is not the object: the store's x-amz-checksum-sha256 (base64) or
+    MODEL_SHA256 says otherwise. None when it matches what is known."""
+    if store_checksum:
+        stored = base64.b64decode(store_checksum).hex()
+        if stored != digest:
+            return f"{what} has sha256 {digest} but the store's x-amz-checksum-sha256 says {stored}"
+    if expected_sha256 and digest != expected_sha256:
+        return f"{what} has sha256 {digest}, expected {expected_sha256}"
+    return None
+
+
+def state_paths(staging: Staging, key: str) -> tuple[Path, Path]:
+    """(resume state, completion record) of one object, named by a digest of its key."""
+    name = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return staging.root / STATE_DIR / f"{name}.json", staging.root / STATE_DIR / f"{name}.done"
+
+
+def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str], dict]:
+    """Download cfg.s3 into staging; return (top-level names, manifest details). The caller publishes."""
+    location = cfg.s3
+    timeout = cfg.settings.timeout_seconds
+    creds = resolve_credentials(os.environ, location.region, timeout)
+    log.info("%s from %s, region %s, %s", location.uri, location.endpoint or "AWS S3", location.region, describe(creds))
+    client = S3Client(location, creds, timeout)
+    (staging.root / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    if not location.is_prefix:
+        key, path = location.key, staging.files / cfg.file_name
+        state_file, _ = state_paths(staging, key)
+        probe = Probe(client, key, cfg.settings.s3_part_mib * MiB, cfg.settings)
+        if probe.by_parts:
+            parted = PartedDownload(client, probe, path, state_file.with_suffix(".parts"), progress, cfg.settings)
+            digest, checksum, etag = parted.run(), probe.checksum(), probe.etag
+            problem = mismatch(probe.what, digest, checksum, cfg.sha256)
+            if problem:
+                path.unlink(missing_ok=True)
+                state_file.with_suffix(".parts").unlink(missing_ok=True)
+                raise ChecksumError(problem)
+        else:
+            download = S3ObjectDownload(client, key, path, state_file, progress, timeout)
+            with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
+            digest, checksum, etag = download.verify(cfg.sha256), download.checksum, download.validator
+        verified = "verified" if cfg.sha256 or checksum else "(no MODEL_SHA256 or store checksum to compare with)"
+        log.info("sha256 %s %s", digest, verified)
+        details = {"kind": "s3", "sha256": digest, "objects": [{"key": key, "etag": etag, "sha256": digest}]}
+        if cfg.fetch_url != cfg.url:
+            details["fetched_from"] = redact_url(cfg.fetch_url)
+        return [cfg.file_name], details
+
+    objects = client.list_prefix(cfg.settings)
+    if not objects:
+        raise NotFoundError(
+            f"no object under {location.uri}: check the prefix (keys are case-sensitive) and the bucket"
+        )
+    records = pull_objects(client, objects, staging, progress, cfg)
+    listing = "".join(f"{r['sha256']}  {r['path']}\n" for r in sorted(records, key=lambda r: r["path"]))
+    details = {
+        "kind": "s3-prefix",
+        "sha256": hashlib.sha256(listing.encode()).hexdigest(),  # of the sha256sum-style list of every object
+        "objects": sorted(records, key=lambda r: r["path"]),
+    }
+    names = sorted({o.path.split("/", 1)[0] for o in objects})
+    return names, details
+
+
+def pull_objects(
+    client: S3Client, objects: list[S3Object], staging: Staging, progress: Progress, cfg: Config
+) -> list[dict]:
+    """Fetch every object not already finished, cfg.settings.s3_max_workers at a time; their records."""
+    records, todo, have = [], [], 0
+    for obj in objects:
+        record = finished(obj, staging)
+        if record is not None:
+            records.append(record)
+            have += obj.size or 0
+        else:
+            todo.append(obj)
+            partial = staging.files / obj.path
+            have += min(partial.stat().st_size, obj.size or 0) if partial.exists() else 0
+    total = sum(o.size or 0 for o in objects)
+    log.info(
+        "%d objects, %s; %d already here, %d to fetch, %d at a time",
+        len(objects),
+        human_bytes(total),
+        len(objects) - len(todo),
+        len(todo),
+        cfg.settings.s3_max_workers,
+    )
+    progress.begin(have, total)
+    shared = SharedProgress(progress)
+    with ThreadPoolExecutor(max_workers=cfg.settings.s3_max_workers, thread_name_prefix="s3") as pool:
+        futures = [pool.submit(pull_object, client, obj, staging, shared, cfg) for obj in todo]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in done if f.exception() is not None]
+        if failed:
+            for future in futures:
+                future.cancel()
+            raise failed[0].exception()
+    return records + [future.result() for future in futures]
+
+
+def finished(obj: S3Object, staging: Staging) -> dict | None:
+    """The record of an object an earlier run finished, if its ETag and size are still the listing's."""
+    _, done_file = state_paths(staging, obj.key)
+    try:
+        record = json.loads(done_file.read_text())
+        size = (staging.files / obj.path).stat().st_size
+    except (OSError, ValueError):
+        return None
+    if record.get("etag") == obj.etag and record.get("size") == size == obj.size and record.get("path") == obj.path:
+        return record
+    return None
+
+
+def pull_object(client: S3Client, obj: S3Object, staging: Staging, progress: SharedProgress, cfg: Config) -> dict:
+    state_file, done_file = state_paths(staging, obj.key)
+    path = staging.files / obj.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    download = S3ObjectDownload(client, obj.key, path, state_file, progress, cfg.settings.timeout_seconds)
+    with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
+    digest = download.verify(None)
+    record = {
+        "key": obj.key,
+        "path": obj.path,
+        "size": download.size,
+        "etag": download.validator or obj.etag,
+        "sha256": digest,
+    }
+    write_atomically(done_file, json.dumps(record))
+    return record

@@ -1,0 +1,282 @@
+"""One large S3 object in ranged parts fetched in parallel, as s5cmd and boto3's transfer manager do.
+
+The file is preallocated (sparse) to the object's size and each part written at its offset; a record
+in the staging area lists the finished parts, so a killed pod's next run fetches only the others.
+Every part is asked with If-Match: <ETag>, so an object replaced mid-pull is noticed (412) and started
+again. One thread hashes the file in order behind the finished parts: the sha256 is ready when the
+last part lands, without a second pass over the weights.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from pathlib import Path
+
+from .errors import DiskFullError, PullerError, TransientError
+from .http_download import CHUNK_SIZE, CONTENT_RANGE, TRANSIENT_EXCEPTIONS
+from .progress import Progress, human_bytes, log
+from .retry import with_retries
+from .s3_errors import s3_error
+from .store import write_atomically
+
+MAX_RESTARTS = 3  # an object replaced again and again while it is read
+
+
+class ObjectChangedError(Exception):
+    """The object's ETag is no longer the one the parts were fetched for (HTTP 412)."""
+
+
+class SharedProgress:
+    """One Progress for many parallel downloads: counts their bytes, ignores their begin/rebase."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.lock = threading.Lock()
+
+    def begin(self, done: int, total: int | None) -> None:
+        pass
+
+    rebase = begin
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.progress.add(n)
+
+
+class Probe:
+    """The first part's answer: whether to go by parts, and the object's size, ETag and checksum."""
+
+    def __init__(self, client, key: str, part_size: int, settings):
+        self.client, self.key, self.part_size = client, key, part_size
+        self.what = f"s3://{client.location.bucket}/{key}"
+        self.url = client.location.object_url(key)
+        self.size = self.etag = None
+        with_retries(self._attempt, settings, progress_marker=lambda: 0, what=self.what)
+
+    def _attempt(self) -> None:
+        headers = {**self.client.headers(self.url), "Range": f"bytes=0-{self.part_size - 1}"}
+        try:
+            with self.client.session.get(
+                self.url, headers=headers, stream=True, timeout=self.client.timeout
+            ) as response:
+                if response.status_code == 416:
+                    return  # an empty object has no first byte: fetched whole, as a small one
+                if response.status_code >= 300:
+                    location, signed = self.client.location, self.client.creds is not None
+                    raise s3_error(
+                        response.status_code,
+                        response.headers,
+                        response.content,
+                        self.what,
+                        location.region,
+                        signed=signed,
+                    )
+                match = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+                if response.status_code == 206 and match and match.group(3) != "*":
+                    self.size, self.etag = int(match.group(3)), response.headers.get("ETag")
+        except TRANSIENT_EXCEPTIONS as exc:
+            raise TransientError(f"{type(exc).__name__} reading {self.what}") from exc
+
+    @property
+    def by_parts(self) -> bool:
+        """Parts pay off from three of them on, and need a size and an ETag to hold them together."""
+        return self.size is not None and self.etag is not None and self.size > 2 * self.part_size
+
+    def checksum(self) -> str | None:
+        """The store's full-object sha256 (a ranged GET carries none): a HEAD, asked only after the GET
+        succeeded, so its bodiless errors need no reading. None when there is none or no answer."""
+        headers = self.client.headers(self.url, {"x-amz-checksum-mode": "ENABLED"}, method="HEAD")
+        try:
+            response = self.client.session.head(self.url, headers=headers, timeout=self.client.timeout)
+        except TRANSIENT_EXCEPTIONS as exc:
+            log.warning("%s: no checksum to compare with (HEAD: %s)", self.what, type(exc).__name__)
+            return None
+        if response.status_code != 200:
+            log.warning("%s: no checksum to compare with (HEAD: HTTP %d)", self.what, response.status_code)
+            return None
+        value = response.headers.get("x-amz-checksum-sha256")
+        composite = response.headers.get("x-amz-checksum-type", "FULL_OBJECT").upper() != "FULL_OBJECT"
+        return None if not value or composite or "-" in value else value
+
+
+class PartedDownload:
+    """The parts of one object into path; sha256 when done (run)."""
+
+    def __init__(self, client, probe: Probe, path: Path, state_file: Path, progress, settings):
+        self.client, self.probe, self.path, self.state_file = client, probe, path, state_file
+        self.progress, self.settings = progress, settings  # the pull's Progress: this object's bytes alone
+        self.counter = SharedProgress(progress)  # what the part threads add to
+        self.began = False
+        self.part_size = probe.part_size
+        self.count = -(-probe.size // self.part_size)
+        self.done: set[int] = set()
+        self.lock = threading.Condition()
+        self.failed = False
+        self.hashed = 0  # parts the hashing thread has read
+
+    def run(self) -> str:
+        for _ in range(MAX_RESTARTS):
+            try:
+                return self._run_once()
+            except ObjectChangedError:
+                log.warning("%s changed while it was read; starting it again", self.probe.what)
+                self.state_file.unlink(missing_ok=True)
+                self.probe = Probe(self.client, self.probe.key, self.part_size, self.settings)
+        raise PullerError(f"{self.probe.what} changed {MAX_RESTARTS} times while it was read")
+
+    def _run_once(self) -> str:
+        size = self.probe.size
+        self.done = self._resumable_parts()
+        have = sum(self._length(i) for i in self.done)
+        if not self.done:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            free = shutil.disk_usage(self.path.parent).free
+            if size > free:
+                raise DiskFullError(
+                    f"{self.path.name} needs {human_bytes(size)} but MODEL_DEST has {human_bytes(free)} free"
+                )
+            with open(self.path, "wb") as f:
+                f.truncate(size)
+            self._save()
+        else:
+            log.info(
+                "resuming %s: %d of %d parts here (%s)", self.path.name, len(self.done), self.count, human_bytes(have)
+            )
+        log.info(
+            "%s: %s in %d parts of %s, %d at a time",
+            self.probe.what,
+            human_bytes(size),
+            self.count,
+            human_bytes(self.part_size),
+            self.settings.s3_max_workers,
+        )
+        (self.progress.rebase if self.began else self.progress.begin)(have, size)
+        self.began = True
+        self.failed, self.hashed = False, 0
+        hasher = hashlib.sha256()
+        hashing = threading.Thread(target=self._hash, args=(hasher,), name="s3-hash", daemon=True)
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            hashing.start()
+            with ThreadPoolExecutor(max_workers=self.settings.s3_max_workers, thread_name_prefix="s3-part") as pool:
+                futures = [pool.submit(self._part, fd, i) for i in range(self.count) if i not in self.done]
+                finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+                errors = [f.exception() for f in finished if f.exception() is not None]
+                if errors:
+                    for future in futures:
+                        future.cancel()
+                    raise errors[0]
+            os.fsync(fd)
+        except BaseException:
+            with self.lock:
+                self.failed = True
+                self.lock.notify_all()
+            raise
+        finally:
+            os.close(fd)
+            hashing.join()
+        if self.hashed != self.count:
+            raise PullerError(f"{self.path.name}: the sha256 covers {self.hashed} of {self.count} parts")
+        return hasher.hexdigest()
+
+    def _length(self, index: int) -> int:
+        return min(self.part_size, self.probe.size - index * self.part_size)
+
+    def _resumable_parts(self) -> set[int]:
+        try:
+            state = json.loads(self.state_file.read_text())
+            same = (state["etag"], state["size"], state["part_size"]) == (
+                self.probe.etag,
+                self.probe.size,
+                self.part_size,
+            )
+            if same and self.path.exists() and self.path.stat().st_size == self.probe.size:
+                return {int(i) for i in state["done"] if 0 <= int(i) < self.count}
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return set()
+
+    def _save(self) -> None:
+        state = {
+            "etag": self.probe.etag,
+            "size": self.probe.size,
+            "part_size": self.part_size,
+            "done": sorted(self.done),
+        }
+        write_atomically(self.state_file, json.dumps(state))
+
+    def _part(self, fd: int, index: int) -> None:
+        start, length = index * self.part_size, self._length(index)
+        written = [0]
+
+        def attempt() -> None:
+            if self.failed:
+                return
+            first = start + written[0]
+            headers = {
+                **self.client.headers(self.probe.url),
+                "Range": f"bytes={first}-{start + length - 1}",
+                "If-Match": self.probe.etag,
+            }
+            try:
+                with self.client.session_for_thread().get(
+                    self.probe.url, headers=headers, stream=True, timeout=self.client.timeout
+                ) as response:
+                    if response.status_code == 412:
+                        raise ObjectChangedError()
+                    if response.status_code != 206:
+                        location, signed = self.client.location, self.client.creds is not None
+                        error = s3_error(
+                            response.status_code,
+                            response.headers,
+                            response.content,
+                            self.probe.what,
+                            location.region,
+                            signed=signed,
+                        )
+                        raise (
+                            error
+                            if response.status_code >= 300
+                            else TransientError(f"HTTP {response.status_code} to a range")
+                        )
+                    for chunk in response.iter_content(CHUNK_SIZE):
+                        chunk = chunk[: length - written[0]]
+                        os.pwrite(fd, chunk, start + written[0])
+                        written[0] += len(chunk)
+                        self.progress.add(len(chunk))
+                        if self.failed:
+                            return
+            except TRANSIENT_EXCEPTIONS as exc:
+                raise TransientError(f"{type(exc).__name__} in part {index} of {self.probe.what}") from exc
+            if written[0] < length:
+                raise TransientError(f"part {index} of {self.probe.what} ended after {written[0]} of {length} bytes")
+
+        with_retries(attempt, self.settings, progress_marker=lambda: written[0], what=f"{self.probe.what} part {index}")
+        if self.failed:
+            return
+        with self.lock:
+            self.done.add(index)
+            self._save()
+            self.lock.notify_all()
+
+    def _hash(self, hasher) -> None:
+        """Hash the parts in order as they finish (reading them back from the page cache)."""
+        with open(self.path, "rb") as f:
+            for index in range(self.count):
+                with self.lock:
+                    while index not in self.done and not self.failed:
+                        self.lock.wait()
+                    if self.failed:
+                        return
+                remaining = self._length(index)
+                f.seek(index * self.part_size)
+                while remaining:
+                    block = f.read(min(CHUNK_SIZE * 4, remaining))
+                    if not block:
+                        return
+                    hasher.update(block)
+                    remaining -= len(block)
+                self.hashed += 1

@@ -188,6 +188,14 @@ INVALID = {
         llmmodel(storageClass="Fast SSD"),
         "spec.storageClass must be empty or a StorageClass name",
     ),
+    "revisionHistoryLimit below 0": (
+        llmmodel(revisionHistoryLimit=-1),
+        "spec.revisionHistoryLimit: Invalid value: -1: spec.revisionHistoryLimit in body should be greater than or equal to 0",
+    ),
+    "revisionHistoryLimit above 10": (
+        llmmodel(revisionHistoryLimit=11),
+        "spec.revisionHistoryLimit in body should be less than or equal to 10",
+    ),
     "purgeWeightsOnDelete not a boolean": (
         llmmodel(purgeWeightsOnDelete="yes"),
         "spec.purgeWeightsOnDelete: Invalid value",
@@ -233,6 +241,7 @@ VALID = {
         },
         storageSize=10737418240,
         storageClass="",
+        revisionHistoryLimit=3,
     ),
 }
 
@@ -243,6 +252,7 @@ def test_valid_llmmodel_is_accepted_unpruned(custom_objects, namespace, body):
     expected = copy.deepcopy(body["spec"])
     expected.setdefault("storageSize", "50Gi")
     expected.setdefault("purgeWeightsOnDelete", False)
+    expected.setdefault("revisionHistoryLimit", 1)
     assert created["spec"] == expected
 
 
@@ -252,6 +262,7 @@ def test_defaults_are_applied(custom_objects, namespace):
     assert set(created["spec"]["serve"]) == {"image"}
     assert created["spec"]["storageSize"] == "50Gi"
     assert created["spec"]["purgeWeightsOnDelete"] is False
+    assert created["spec"]["revisionHistoryLimit"] == 1
     assert "revision" not in created["spec"]["source"]
     assert "storageClass" not in created["spec"]
 

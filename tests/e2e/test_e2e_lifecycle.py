@@ -213,3 +213,45 @@ def test_an_image_that_needs_root_is_told_by_the_real_kubelet_not_left_hanging(a
     assert "image will run as root" in ready["message"], ready  # the real kubelet's words
     assert "spec.serve.securityContext.runAsUser" in ready["message"] and "runAsNonRoot: false" in ready["message"], ready
     models.delete_purged(name)
+
+
+def test_a_failed_re_pull_leaves_the_served_revision_answering_after_a_restart(api, namespace, model_server, model_sha256):
+    """A change of source to a URL that answers 404 fails the pull, never the weights being served:
+    the revision's bytes stay on the real volume, a restarted server pod loads them and answers, and
+    setting the source back serves that revision again without asking the source for a byte."""
+    models = Models(api, namespace)
+    name = "smollm-rev"
+    path = f"/models/{MODEL_FILE.name}"
+    source = {"url": model_server.url + path, "sha256": model_sha256}
+    models.create(llmmodel(name, source, MODEL_FILE.name, purge=True))
+    served = models.wait_serving(name)["weights"]["revisions"][0]
+    weights = models.volume_dir(name) / served["path"] / MODEL_FILE.name
+    assert served["served"] and sha256_of(weights) == model_sha256, served
+    gets = len(model_server.seen("GET", path))
+
+    models.patch(name, {"source": {"url": model_server.url + "/models/missing.gguf", "sha256": None}})
+    models.wait_condition(name, "Failed", "Ready", "ServingPreviousWeights", "fail its pull while the served revision answers", 300)
+    status = models.get(name)["status"]
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["WeightsReady"] == "PullFailed", status
+    assert [(r["source"], r["path"], r["served"]) for r in status["weights"]["revisions"]] == [
+        (served["source"], served["path"], True)], status
+    assert sha256_of(weights) == model_sha256, "the failed pull touched the served revision"
+
+    selector = f"inference.ai.example.com/model={name},app.kubernetes.io/component=server"
+    old = {pod.metadata.uid for pod in models.core.list_namespaced_pod(namespace, label_selector=selector).items}
+    models.core.delete_collection_namespaced_pod(namespace, label_selector=selector)
+
+    def restarted_and_ready():
+        pods = [pod for pod in models.core.list_namespaced_pod(namespace, label_selector=selector).items
+                if pod.metadata.uid not in old and not pod.metadata.deletion_timestamp]
+        return any(c.type == "Ready" and c.status == "True" for pod in pods for c in pod.status.conditions or [])
+
+    wait_until(f"a new server pod of {name} to be Ready on the served revision", restarted_and_ready, 300,
+               lambda: models.describe(name))
+    print(f"\n{name} answered after its failed re-pull and a restart: {answer_of(models, name)!r}")
+
+    models.patch(name, {"source": source})
+    models.wait_serving(name)
+    assert len(model_server.seen("GET", path)) == gets, "going back to the served source downloaded it again"
+    answer_of(models, name)
+    models.delete_purged(name)

@@ -107,6 +107,7 @@ MUTATIONS = {
     "spec.storageSize": st.one_of(quantity, st.sampled_from(["0", "-1Gi", "1Zi", "1.5.5"]), hostile_text, wrong_type),
     "spec.storageClass": st.one_of(st.sampled_from(["", "standard", "local-path"]), hostile_text, wrong_type),
     "spec.purgeWeightsOnDelete": st.one_of(st.booleans(), wrong_type),
+    "spec.revisionHistoryLimit": st.one_of(st.integers(-2, 12), wrong_type),
     # Monitoring: the path reaches the PodMonitor and the server's fact (templated again when read).
     "spec.serve.metrics.path": st.one_of(st.sampled_from(["/metrics", "/stats/prom"]), hostile_text, huge_text, wrong_type),
     "spec.serve.metrics.enabled": st.one_of(st.booleans(), wrong_type),
@@ -124,6 +125,7 @@ RECONCILE_MUTATIONS = {
     "spec.serve.nodeSelector": st.dictionaries(st.sampled_from(["disk", "zone"]), st.sampled_from(ATOMS), min_size=1, max_size=2),
     "spec.serve.resources": st.fixed_dictionaries({"limits": st.dictionaries(st.sampled_from(["cpu", "memory"]), quantity, min_size=1)}),
     "spec.storageSize": quantity,
+    "spec.revisionHistoryLimit": st.integers(0, 10),
     "spec.serve.metrics": st.fixed_dictionaries({"enabled": st.booleans(), "path": st.sampled_from(["/metrics", "/a/b.c", "/~x-y_z"])}),
 }
 

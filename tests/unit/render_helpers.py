@@ -13,10 +13,12 @@ import ansible_runner
 
 from unit_helpers import REPO, ROLE, VENV_BIN
 
-from ansible.module_utils import llmmodel_source  # noqa: E402  (unit_helpers puts the role's module_utils there)
+from ansible.module_utils import llmmodel_revisions, llmmodel_source  # noqa: E402  (unit_helpers puts the role's module_utils there)
 
 RENDER_PLAYBOOK = REPO / "tests" / "unit" / "render" / "render.yml"
 SOURCE_ANNOTATION = "inference.ai.example.com/weights-source"
+REVISION_ANNOTATION = "inference.ai.example.com/weights-revision"
+KEEP_ANNOTATION = "inference.ai.example.com/weights-keep"
 GIB = 1024**3
 
 
@@ -36,11 +38,14 @@ def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployme
     source = source_id(obj)
     annotations = {SOURCE_ANNOTATION: source if weights_ready else ""}
     annotations.update(pvc_annotations or {})
+    # What the pull recorded reaches the role as a reconcile sees it: the pull Job of the source, complete.
+    completed = weights_ready and pulled is not None
     return {
         "object": obj,
         "pvc": {"metadata": {"name": obj["metadata"]["name"] + "-weights", "annotations": annotations}, "status": {"phase": "Bound"}},
         "deployment": deployment or {},
-        "job_state": "absent",
+        "job": completed_job(obj) if completed else {},
+        "job_state": "complete" if completed else "absent",
         "weights_ready": weights_ready,
         "pulled": pulled or {},
         "server_ready": server_ready,
@@ -54,11 +59,25 @@ def pulled_by_pod(obj, record):
     line = record if isinstance(record, str) else json.dumps(record)
     result = case(obj)
     del result["pulled"]
+    result["job"], result["job_state"] = completed_job(obj), "complete"
+    # The pods are given (render_case.yml), not read: the status says the source is pulled, as it does
+    # on the reconciles after the one that read them.
+    result["object"] = dict(obj, status={"weights": {"ready": True, "source": source_id(obj)}})
     result["pull_pods"] = [{
         "metadata": {"name": "p-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
         "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": 0, "message": line + "\n"}}}]},
     }]
     return result
+
+
+def completed_job(obj):
+    """The model's pull Job of its source, as the role renders it and the Job controller completes it."""
+    source = source_id(obj)
+    return {
+        "metadata": {"name": obj["metadata"]["name"] + "-pull", "annotations": {
+            SOURCE_ANNOTATION: source, REVISION_ANNOTATION: llmmodel_revisions.revision_id(source), KEEP_ANNOTATION: ""}},
+        "status": {"conditions": [{"type": "Complete", "status": "True"}], "completionTime": "2026-01-01T00:05:00Z"},
+    }
 
 
 def source_id(obj):

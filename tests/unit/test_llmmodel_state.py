@@ -13,6 +13,8 @@ import pytest
 import yaml
 from unit_helpers import ROLE, VENV_BIN
 
+from ansible.module_utils.llmmodel_revisions import revision_id  # noqa: E402  (unit_helpers puts it there)
+
 BASE = {
     "__llmmodel_name": "m",
     "__llmmodel_weights_ready": True,
@@ -46,6 +48,22 @@ CRASH = {"reason": "CrashLoopBackOff", "message": "container server of pod m-1 k
 ASTRAL = {"reason": "CrashLoopBackOff", "message": "exit code 1: 😀 \\ud83d \u2028 \"quoted\" \\\\ud83d\\ude00 done"}
 CONFLICT = {"kind": "Service", "name": "m", "message": "Service m already exists and is not this LLMModel's (created by kubectl)"}
 AVAILABLE = {"spec": {"replicas": 2}, "status": {"availableReplicas": 1, "updatedReplicas": 1}}
+NEW = "https://host/kwok-fail/m.gguf"
+KEPT_MISMATCH = {"kind": "PersistentVolumeClaim", "name": "m-weights", "reason": "KeptWeightsMismatch",
+                 "message": "PersistentVolumeClaim m-weights was kept from an earlier LLMModel m and holds hf://acme/old@main"}
+
+
+def record(source, **extra):
+    return {"rid": revision_id(source), "source": source, "root": False, "revision": "", "gguf": "", "size": 0,
+            "pulledAt": "", **extra}
+
+
+def revisions(held, desired=None, served=None):
+    """__llmmodel_revisions as revisions.yml sets it: ``desired`` and ``served`` index ``held``."""
+    return {"held": held, "desired": held[desired] if desired is not None else {},
+            "served": held[served]["rid"] if served is not None else "", "keep": []}
+
+
 FAILURE = {"source": "hf://acme/tiny@main", "generation": 2, "retry": "", "reason": "PullFailed", "message": "not found: HTTP 404"}
 
 
@@ -66,8 +84,9 @@ def render(tmp_path_factory):
     add("recovered", __llmmodel_server_ready=True, __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Degraded", "reportedProblem": "CrashLoopBackOff"}})
     add("starting", _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}}, __llmmodel_job_state="complete",
-        __llmmodel_job={"status": {"completionTime": "2026-03-01T12:00:00Z"}}, __llmmodel_weights_size="1073741824",
-        __llmmodel_revision="abc123", __llmmodel_deployment={})
+        __llmmodel_job={"status": {"completionTime": "2026-03-01T12:00:00Z"}}, __llmmodel_deployment={},
+        __llmmodel_revisions=revisions(held=[record("hf://acme/tiny@main", size=1073741824, revision="abc123",
+                                                    pulledAt="2026-03-01T12:00:00Z")], desired=0))
     add("rolling out", __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Deploying"}})
     add("pulling", __llmmodel_weights_ready=False, __llmmodel_job_state="running", __llmmodel_deployment={},
@@ -90,6 +109,18 @@ def render(tmp_path_factory):
     add("pull failed, its Job gone", __llmmodel_weights_ready=False, __llmmodel_pull_gave_up=True,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Failed", "reportedProblem": "PullFailed",
                                                         "weights": {"failure": FAILURE}}})
+    add("failed re-pull while the old serves", __llmmodel_source_id=NEW, __llmmodel_weights_ready=False,
+        __llmmodel_job_state="failed", __llmmodel_pull_failed=True, __llmmodel_pull_message="not found (HTTP 404)",
+        __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
+        __llmmodel_revisions=revisions(held=[record("hf://acme/tiny@main")], served=0),
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("disk full beside the kept revisions", __llmmodel_source_id=NEW, __llmmodel_weights_ready=False,
+        __llmmodel_job_state="failed", __llmmodel_pull_failed=True,
+        __llmmodel_pull_message="disk full: m.gguf needs 3.0 GiB more but MODEL_DEST has 1.0 GiB free",
+        __llmmodel_revisions=revisions(held=[record("hf://acme/tiny@main")], served=0),
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("kept volume of another source", __llmmodel_all_conflicts=[KEPT_MISMATCH], __llmmodel_service_exists=False,
+        __llmmodel_weights_ready=False, _inference_ai_example_com_llmmodel={"status": {}})
     add("name conflict", __llmmodel_all_conflicts=[CONFLICT], __llmmodel_service_exists=False,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Deploying"}})
 
@@ -249,3 +280,35 @@ def test_characters_beyond_the_basic_plane_come_back_verbatim(render):
     state = render["astral message"]
     assert condition(state, "Ready")["message"] == ASTRAL["message"]
     assert state["status"]["message"] == ASTRAL["message"]
+
+
+def test_a_failed_re_pull_says_the_served_revision_keeps_serving_untouched(render):
+    state = render["failed re-pull while the old serves"]
+    assert state["status"]["phase"] == "Failed"
+    weights = condition(state, "WeightsReady")
+    assert (weights["status"], weights["reason"], weights["message"]) == ("False", "PullFailed", "not found (HTTP 404)")
+    ready = condition(state, "Ready")
+    assert (ready["status"], ready["reason"]) == ("True", "ServingPreviousWeights")
+    assert ready["message"] == ("the server keeps serving the previous weights (hf://acme/tiny@main) at "
+                                "http://m.ns.svc.cluster.local:8000, whose files the failed pull left untouched")
+    assert state["status"]["message"] == "not found (HTTP 404); " + ready["message"]
+    assert state["status"]["weights"]["revisions"] == [
+        {"source": "hf://acme/tiny@main", "path": "revisions/" + revision_id("hf://acme/tiny@main"), "served": True}]
+
+
+def test_a_kept_volume_of_another_source_fails_the_model_and_says_what_to_do(render):
+    state = render["kept volume of another source"]
+    assert state["status"]["phase"] == "Failed"
+    for ctype in ("WeightsReady", "Ready"):
+        assert (condition(state, ctype)["reason"], condition(state, ctype)["message"]) == (
+            "KeptWeightsMismatch", KEPT_MISMATCH["message"])
+    assert state["event"]["reason"] == "KeptWeightsMismatch"
+
+
+def test_a_disk_full_pull_says_what_the_volume_keeps_and_what_to_change(render):
+    weights = condition(render["disk full beside the kept revisions"], "WeightsReady")
+    assert weights["message"] == (
+        "disk full: m.gguf needs 3.0 GiB more but MODEL_DEST has 1.0 GiB free; the volume also keeps 1 revision(s) "
+        "(the served one and spec.revisionHistoryLimit previous): raise spec.storageSize or lower spec.revisionHistoryLimit")
+    # Another failure is told as the puller said it.
+    assert condition(render["failed re-pull while the old serves"], "WeightsReady")["message"] == "not found (HTTP 404)"

@@ -14,7 +14,7 @@ from .progress import Progress, human_bytes, log, redact, setup_logging
 from .record import success_record
 from .sources import redact_url
 from .status_report import start_reporter
-from .store import Staging, exclusive, missing_or_wrong, read_manifest
+from .store import Staging, exclusive, missing_or_wrong, prune_revisions, read_manifest
 
 DEFAULT_TERMINATION_LOG = Path("/dev/termination-log")
 TERMINATION_MESSAGE_LIMIT = 1024  # Kubernetes keeps 4096 bytes; one readable line is plenty
@@ -28,6 +28,8 @@ llm-model-puller: download LLM weights into MODEL_DEST (configured by environmen
   HF_TOKEN        Hugging Face token (optional)
   HF_ENDPOINT     Hub mirror (optional)
   MODEL_SHA256    expected sha256 of the file (optional; MODEL_URL only)
+  WEIGHTS_ROOT    the volume's root when MODEL_DEST is WEIGHTS_ROOT/revisions/<name> (optional)
+  KEEP_REVISIONS  names in WEIGHTS_ROOT/revisions/ (or "root") kept; the others are removed first
 
 exit codes: 0 ok, 1 other error, 2 configuration, 3 access refused, 4 not found,
             5 checksum mismatch, 6 disk full, 7 network gave up
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 def pull(cfg: Config) -> int:
     dest = cfg.dest
     shown = redact_url(cfg.url) if cfg.url else cfg.source
+    if cfg.root is not None:
+        prune(cfg)
     try:
         dest.mkdir(parents=True, exist_ok=True)
         if not os.access(dest, os.W_OK | os.X_OK):
@@ -77,6 +81,22 @@ def pull(cfg: Config) -> int:
 
     with exclusive(dest, lambda: log.info("another puller is working in %s; waiting for it to finish", dest)):
         return pull_locked(cfg, shown)
+
+
+def prune(cfg: Config) -> None:
+    """Make room for MODEL_DEST: remove the revisions the operator no longer keeps (KEEP_REVISIONS).
+
+    Under a lock on the volume's root, the one a puller of the previous release takes on its
+    MODEL_DEST, so that no revision is removed while another puller writes the root.
+    """
+    root = cfg.root
+    if not root.is_dir():
+        raise UsageError(f"WEIGHTS_ROOT {root} is not a directory")
+    with exclusive(root, lambda: log.info("another puller is working in %s; waiting for it to finish", root)):
+        removed = prune_revisions(root, cfg.dest, cfg.keep)
+    kept = ", ".join(sorted(cfg.keep)) or "none"
+    if removed:
+        log.info("removed %s no longer kept (kept: %s): %s", count(removed, "path"), kept, ", ".join(removed))
 
 
 def pull_locked(cfg: Config, shown: str) -> int:

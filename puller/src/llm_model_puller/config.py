@@ -8,10 +8,12 @@ from urllib.parse import urlsplit
 
 from .errors import UsageError
 from .s3_source import S3Location, prefix_label, s3_location
+from .store import REVISIONS_DIR, ROOT_REVISION
 from .sources import URL_SCHEMES, file_name_for_url, hf_source, public_https_url, redact_url, source_identity, url_secrets
 
 DEFAULT_DEST = "/model-weights"
 DEFAULT_REVISION = "main"
+REVISION_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -44,6 +46,10 @@ class Config:
     sha256: str | None = None
     s3: S3Location | None = None  # an s3:// source: signed requests, one object or a prefix (s3_download)
     settings: Settings = Settings()
+    # The volume's root when MODEL_DEST is one revision directory in it (WEIGHTS_ROOT/revisions/<id>),
+    # and the revisions the operator keeps there besides MODEL_DEST (store.prune_revisions).
+    root: Path | None = None
+    keep: frozenset[str] = frozenset()
 
 
 # Variables that are credentials as a whole (the access key id too: it names the account).
@@ -105,6 +111,24 @@ def _check_http_url(name: str, value: str) -> None:
         raise UsageError(f"{name} must be an http(s) URL, got {redact_url(value)!r}")
 
 
+def revisions_from_env(env: Mapping[str, str], dest: Path) -> dict:
+    """WEIGHTS_ROOT and KEEP_REVISIONS: where the revisions live and which ones stay (none: no pruning)."""
+    raw_root = _get(env, "WEIGHTS_ROOT")
+    raw_keep = _get(env, "KEEP_REVISIONS")
+    if raw_root is None:
+        if raw_keep is not None:
+            raise UsageError("KEEP_REVISIONS goes with WEIGHTS_ROOT only")
+        return {}
+    root = Path(raw_root)
+    if dest.parent != root / REVISIONS_DIR or not REVISION_NAME.match(dest.name):
+        raise UsageError(f"MODEL_DEST must be WEIGHTS_ROOT/{REVISIONS_DIR}/<name> when WEIGHTS_ROOT is set, got {dest}")
+    keep = frozenset(name.strip() for name in (raw_keep or "").split(",") if name.strip())
+    bad = sorted(name for name in keep if not REVISION_NAME.match(name))
+    if bad:
+        raise UsageError(f"KEEP_REVISIONS names directories of {REVISIONS_DIR}/ (or {ROOT_REVISION}), got {bad[0]!r}")
+    return {"root": root, "keep": keep}
+
+
 def config_from_env(env: Mapping[str, str]) -> Config:
     """Build the Config from the Job's environment or raise UsageError with a one-line reason."""
     repo = _get(env, "HF_REPO")
@@ -114,6 +138,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
     endpoint = _get(env, "HF_ENDPOINT")
     dest = Path(_get(env, "MODEL_DEST") or DEFAULT_DEST)
     settings = settings_from_env(env)
+    revisions = revisions_from_env(env, dest)
 
     if repo and url:
         raise UsageError("set exactly one of HF_REPO and MODEL_URL, not both")
@@ -137,6 +162,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
             hf_token=_get(env, "HF_TOKEN"),
             hf_endpoint=endpoint,
             settings=settings,
+            **revisions,
         )
 
     if revision:
@@ -166,4 +192,5 @@ def config_from_env(env: Mapping[str, str]) -> Config:
         hf_token=_get(env, "HF_TOKEN"),
         hf_endpoint=endpoint,
         settings=settings,
+        **revisions,
     )

@@ -7,6 +7,12 @@ Layout of MODEL_DEST:
 
 The order that keeps a half-written state from ever looking complete: remove the manifest first, then
 old contents; download into staging; move files into place; fsync; write the manifest atomically.
+
+Under the operator, MODEL_DEST is one revision of the weights volume (WEIGHTS_ROOT):
+    revisions/<id>/                one directory per source pulled, laid out as above
+    <model files>, manifest        a volume of the previous release: one revision at the root
+Everything above only ever clears inside MODEL_DEST; prune_revisions removes, before a pull, the
+revisions the operator no longer keeps, never MODEL_DEST and never a kept one (the one served).
 """
 
 import fcntl
@@ -27,6 +33,9 @@ STAGING_NAME = ".llm-model-puller.partial"
 MANIFEST_VERSION = 1
 # The root of an ext4 volume has it, it belongs to root, and it is not ours to delete.
 KEEP_NAMES = frozenset({"lost+found"})
+REVISIONS_DIR = "revisions"
+# In KEEP_REVISIONS: the revision a volume of the previous release holds at its root.
+ROOT_REVISION = "root"
 
 
 @dataclass
@@ -134,6 +143,29 @@ class Staging:
         write_atomically(self.dest / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
         shutil.rmtree(self.root, ignore_errors=True)
         return manifest
+
+
+def prune_revisions(root: Path, dest: Path, keep: frozenset[str]) -> list[str]:
+    """Remove from the volume at root every revision that is neither dest nor named in keep.
+
+    The revisions are the directories of root/revisions/, and the files of a previous release's
+    volume at the root itself (everything but revisions/ and lost+found), kept by the name "root".
+    Returns what was removed, relative to root.
+    """
+    removed = []
+    revisions = root / REVISIONS_DIR
+    for entry in sorted(revisions.iterdir()) if revisions.is_dir() else []:
+        if entry.name in keep or entry.name == dest.name:
+            continue
+        remove(entry)
+        removed.append(f"{REVISIONS_DIR}/{entry.name}")
+    if ROOT_REVISION not in keep:
+        for entry in sorted(root.iterdir()):
+            if entry.name in KEEP_NAMES or entry.name == REVISIONS_DIR:
+                continue
+            remove(entry)
+            removed.append(entry.name)
+    return removed
 
 
 @contextmanager

@@ -30,21 +30,53 @@ def _metadata(obj):
     return (obj or {}).get("metadata") or {}
 
 
-def owned(live, owner, adopt_annotation=None):
-    """Whether ``live`` is the object of ``owner`` ({uid, name, ...}); see the module docstring."""
+def proven(live, owner):
+    """Whether ``live`` names ``owner`` itself: the owner's reference or UID label."""
     meta = _metadata(live)
     uid = (owner or {}).get("uid")
     if not uid:
         return False
     if any(ref.get("uid") == uid for ref in meta.get("ownerReferences") or []):
         return True
-    labels = meta.get("labels") or {}
-    if labels.get(UID_LABEL) == uid:
+    return (meta.get("labels") or {}).get(UID_LABEL) == uid
+
+
+def owned(live, owner, adopt_annotation=None):
+    """Whether ``live`` is the object of ``owner`` ({uid, name, ...}); see the module docstring."""
+    meta = _metadata(live)
+    if not (owner or {}).get("uid"):
+        return False
+    if proven(live, owner):
         return True
+    labels = meta.get("labels") or {}
     if adopt_annotation:
         return (labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(MODEL_LABEL) == owner.get("name")
                 and adopt_annotation in (meta.get("annotations") or {}))
     return False
+
+
+def kept_mismatch(live, owner, adopt_annotation, source, records):
+    """The KeptWeightsMismatch record of a kept volume (adoptable, not yet the owner's) whose records
+    hold revisions and none of ``source``: {kind, name, reason, message}; None when it may be adopted.
+
+    Adopting it would pull ``source`` over what its earlier model's user chose to keep, so it is left
+    untouched until the user sets the source back or deletes the volume.
+    """
+    if not live or proven(live, owner) or not owned(live, owner, adopt_annotation):
+        return None
+    sources = [record["source"] for record in records]
+    if not sources or source in sources:
+        return None
+    name = _metadata(live).get("name", "?")
+    return {
+        "kind": "PersistentVolumeClaim",
+        "name": name,
+        "reason": "KeptWeightsMismatch",
+        "message": "PersistentVolumeClaim %s was kept from an earlier LLMModel %s and holds %s, not %s; the "
+        "operator leaves it untouched. Set spec.source back to %s to serve it, or delete the PersistentVolumeClaim "
+        "to pull %s into a new one" % (name, owner.get("name", "?"), " and ".join(sources), source,
+                                       "one of these" if len(sources) > 1 else "it", source),
+    }
 
 
 def holder(live):

@@ -14,7 +14,7 @@ part of the external-provisioner protocol:
 3. this process creates a PersistentVolume for the claim: a hostPath under VOLUME_DIR whose node
    affinity requires that node (kubernetes.io/hostname), as local-path's volumes do; the PV
    controller binds the claim to it and the scheduler binds the pod. Every later pod of the claim
-   can run on that node only (the scheduler's "volume node affinity conflict" elsewhere);
+   can run on that node only (elsewhere the scheduler says "didn't match PersistentVolume's node affinity");
 4. a volume released by its claim (reclaim policy Delete) is deleted.
 
 On the real node the directory is real (hack/node_volumes.py makes it writable for the pods' users

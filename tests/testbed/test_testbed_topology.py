@@ -58,7 +58,7 @@ def test_a_node_local_claim_binds_on_its_first_pod_s_node(kube, namespace):
         return c if c is not None and c.status == "False" and c.reason == "Unschedulable" else None
 
     refused = wait_until("pod elsewhere to be Unschedulable", unschedulable, 30, describe)
-    assert "volume node affinity conflict" in refused.message, refused.message
+    assert "didn't match PersistentVolume's node affinity" in refused.message, refused.message
 
     # Reclaim policy Delete: the provisioner deletes the volume its claim released.
     for pod in ("first", "elsewhere"):

@@ -49,6 +49,7 @@ MANAGER_ENV = {
     "MAX_CONCURRENT_RECONCILES_LLMMODEL_INFERENCE_AI_EXAMPLE_COM": "{{ $.Values.maxConcurrentReconciles | quote }}",
     "ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM": "{{ $.Values.ansibleVerbosity | quote }}",
     "LLMMODEL_PULLER_IMAGE": "{{ $.Values.pullerImage | quote }}",
+    "LLMMODEL_PULLER_RESOURCES": "{{ $.Values.pullerResources | toJson | quote }}",
 }
 # Environment the chart adds after config's: each runtime preset's image, the Hub endpoint, extraEnv.
 EXTRA_ENV = """\
@@ -272,6 +273,7 @@ def manager_defaults(deployment: dict) -> dict:
         "maxConcurrentReconciles": int(env["MAX_CONCURRENT_RECONCILES_LLMMODEL_INFERENCE_AI_EXAMPLE_COM"]),
         "ansibleVerbosity": int(env["ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM"]),
         "pullerImage": env["LLMMODEL_PULLER_IMAGE"],
+        "pullerResources": json.loads(env["LLMMODEL_PULLER_RESOURCES"]),
         "resources": manager.get("resources", {}),
         "podSecurityContext": pod.get("securityContext", {}),
         "securityContext": manager.get("securityContext", {}),

@@ -37,6 +37,8 @@ WORKDIR = STATE / "kwok"
 NAME = "llm-operator"
 CLUSTER_DIR = WORKDIR / "clusters" / NAME
 TEMPLATES = ROOT / "hack" / "cluster"
+# The kwok nodes of objects.yaml (CPU nodes and a GPU pool).
+NODES = (TEMPLATES / "objects.yaml").read_text().count("\nkind: Node\n")
 BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kwokctl"]
 
 
@@ -131,7 +133,7 @@ def wait_for(what: str, check, timeout: float) -> None:
 def nodes_ready() -> bool:
     out = kubectl("get", "nodes", "-o", "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status}{'\\n'}{end}", check=False).stdout
     states = out.split()
-    return len(states) >= 3 and all(s == "True" for s in states)
+    return len(states) >= NODES and all(s == "True" for s in states)
 
 
 def up() -> None:
@@ -165,8 +167,8 @@ def up() -> None:
     wait_for("/readyz", is_ready, 60)
     ready_after = time.monotonic() - started
     kubectl("apply", "-f", str(TEMPLATES / "objects.yaml"))
-    start_secret_gate()
-    wait_for("3 Ready nodes", nodes_ready, 60)
+    start_helpers()
+    wait_for(f"{NODES} Ready nodes", nodes_ready, 60)
     # Pods of the default namespace can be created once its ServiceAccount exists.
     wait_for("the default ServiceAccount", lambda: kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0, 60)
     print(f"cluster: up in {time.monotonic() - started:.1f}s (API ready after {ready_after:.1f}s) at https://127.0.0.1:{port}")
@@ -175,13 +177,19 @@ def up() -> None:
     print(f"cluster: export KUBECONFIG={KUBECONFIG}")
 
 
-def start_secret_gate() -> None:
-    """The kubelet's Secret check for kwok's pods (hack/cluster/secret_gate.py); `down` stops it with the rest."""
-    log = open(STATE / "secret-gate.log", "ab")
-    gate = subprocess.Popen([sys.executable, str(TEMPLATES / "secret_gate.py"), str(BIN / "kubectl"), str(KUBECONFIG)],
-                            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+def start_helpers() -> None:
+    """The test bed's own controllers, each logging to .cluster/<name>.log; `down` stops them with the rest:
+    the kubelet's Secret check for kwok's pods (hack/cluster/secret_gate.py) and the node-local
+    volumes' provisioner (hack/volume_provisioner.py)."""
+    helpers = {
+        "secret-gate": [str(TEMPLATES / "secret_gate.py"), str(BIN / "kubectl"), str(KUBECONFIG)],
+        "volume-provisioner": [str(ROOT / "hack" / "volume_provisioner.py"), str(BIN / "kubectl"), str(KUBECONFIG), str(node.VOLUMES)],
+    }
     (CLUSTER_DIR / "pids").mkdir(parents=True, exist_ok=True)
-    (CLUSTER_DIR / "pids" / "secret-gate.pid").write_text(str(gate.pid))
+    for name, args in helpers.items():
+        log = open(STATE / f"{name}.log", "ab")
+        helper = subprocess.Popen([sys.executable, *args], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        (CLUSTER_DIR / "pids" / f"{name}.pid").write_text(str(helper.pid))
 
 
 def pids() -> list[int]:

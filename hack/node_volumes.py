@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Real directories behind the test bed's PersistentVolumes, while the real node runs.
 
-The test bed's volume stage (hack/cluster/stages.yaml) binds every PVC at once to a hostPath PV
-under VOLUME_DIR. For a pod on the real node that path is a real directory, but the kubelet would
+The test bed's volume stage (hack/cluster/stages.yaml) binds every PVC of its Immediate classes at
+once to a hostPath PV under VOLUME_DIR; hack/volume_provisioner.py makes one there on the node of a
+node-local claim's first pod (WaitForFirstConsumer). For a pod on the real node that path is a real directory, but the kubelet would
 create it root-owned 0755, and the pull Job runs as a non-root user (fsGroup does not apply to
 hostPath). This watcher, started by hack/node.py, gives each PV its directory before a pod uses it,
 writable for the pod's user, and removes it when the PV is deleted (reclaim policy Delete: the bytes
@@ -13,12 +14,13 @@ go with the volume, as with a real provisioner). A PV kept (its claim kept) keep
 
 from __future__ import annotations
 
-import json
 import pathlib
 import shutil
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import kube_watch  # noqa: E402
 
 
 def under(root: pathlib.Path, path: str | None) -> pathlib.Path | None:
@@ -38,22 +40,8 @@ def ensure(directory: pathlib.Path) -> None:
 
 
 def watch(kubectl: str, kubeconfig: str, root: pathlib.Path) -> None:
-    command = [kubectl, "--kubeconfig", kubeconfig, "get", "persistentvolumes", "--watch",
-               "--output-watch-events", "-o", "json"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    decoder = json.JSONDecoder()
-    buffer = ""
-    assert process.stdout is not None
-    for line in process.stdout:
-        buffer += line
-        while buffer.strip():
-            try:
-                event, end = decoder.raw_decode(buffer.lstrip())
-            except json.JSONDecodeError:
-                break
-            buffer = buffer.lstrip()[end:]
-            handle(event, root)
-    process.wait()
+    for event in kube_watch.events(kubectl, kubeconfig, "persistentvolumes"):
+        handle(event, root)
 
 
 def handle(event: dict, root: pathlib.Path) -> None:

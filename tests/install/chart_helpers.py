@@ -95,6 +95,7 @@ BAD_VALUES = [
     ("watchNamespaces={team-a,team-a}", "/watchNamespaces"),
     ("image.repository=", "/image/repository"),
     ("pullerImage=", "/pullerImage"),
+    ("pullerResources.limits.cpu=lots", "/pullerResources/limits/cpu"),
     ("image.pullPolicy=Sometimes", "/image/pullPolicy"),
     ("maxConcurrentReconciles=0", "/maxConcurrentReconciles"),
     ("ansibleVerbosity=9", "/ansibleVerbosity"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import filecmp
+import json
 import shutil
 
 import pytest
@@ -134,6 +135,8 @@ def test_values_reach_the_manager():
     assert manager["imagePullPolicy"] == "Always"
     assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "internal-registry"}]
     assert env["LLMMODEL_PULLER_IMAGE"] == values["pullerImage"]
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert json.loads(env["LLMMODEL_PULLER_RESOURCES"]) == values.get("pullerResources", defaults["pullerResources"])
     for preset, image in values["runtimeImages"].items():
         assert env[f"LLMMODEL_IMAGE_{preset.upper()}"] == image
     assert env["LLMMODEL_HF_ENDPOINT"] == values["hfEndpoint"]

@@ -9,7 +9,7 @@ from build_tools import pinned_version
 from node_helpers import crictl, drop_counters, in_netns, node, node_host, pod_netns, real_pod
 from testbed_helpers import condition, wait_until
 
-KWOK_NODES = {"kwok-cpu-1", "kwok-cpu-2", "kwok-gpu-1"}
+KWOK_NODES = {"kwok-cpu-1", "kwok-cpu-2", "kwok-gpu-1", "kwok-gpu-2"}
 # TEST-NET-2 (RFC 5737): documentation addresses, nobody's host. The gateway of this machine sits in
 # TEST-NET-1 here, so that range is left alone.
 OUTSIDE = "198.51.100.1"

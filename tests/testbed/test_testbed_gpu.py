@@ -1,8 +1,8 @@
-"""GPU scheduling: the real scheduler places pods by the extended resource nvidia.com/gpu of kwok-gpu-1."""
+"""GPU scheduling: the real scheduler places pods by the extended resource nvidia.com/gpu of the GPU pool."""
 
 from testbed_helpers import condition, pod_manifest, wait_until
 
-GPU_NODE = "kwok-gpu-1"
+GPU_POOL = {"kwok-gpu-1", "kwok-gpu-2"}
 
 
 def gpus(n):
@@ -14,17 +14,17 @@ def test_gpu_pods_are_scheduled_by_gpu_count(kube, namespace):
     kube.core.create_namespaced_pod(namespace, pod_manifest("five-gpus", resources=gpus(5)))
 
     def gpu_use():
-        pods = kube.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={GPU_NODE}").items
-        return [(f"{p.metadata.namespace}/{p.metadata.name}", p.status.phase) for p in pods]
+        pods = [p for node in sorted(GPU_POOL) for p in kube.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items]
+        return [(f"{p.spec.node_name}: {p.metadata.namespace}/{p.metadata.name}", p.status.phase) for p in pods]
 
     def describe(name):
-        return lambda: f"{kube.core.read_namespaced_pod(name, namespace).status}; pods on {GPU_NODE}: {gpu_use()}"
+        return lambda: f"{kube.core.read_namespaced_pod(name, namespace).status}; pods on the GPU pool: {gpu_use()}"
 
     one = wait_until(
         "pod one-gpu to be Running", lambda: (p := kube.core.read_namespaced_pod("one-gpu", namespace)).status.phase == "Running" and p,
         30, describe("one-gpu"),
     )
-    assert one.spec.node_name == GPU_NODE, f"the 1-GPU pod landed on {one.spec.node_name}"
+    assert one.spec.node_name in GPU_POOL, f"the 1-GPU pod landed on {one.spec.node_name}"
 
     def unschedulable():
         p = kube.core.read_namespaced_pod("five-gpus", namespace)

@@ -1,11 +1,13 @@
-"""The three kwok nodes: Ready, schedulable, the GPU node's capacity, and live node leases."""
+"""The kwok nodes: Ready, schedulable, the GPU pool's capacity and labels, and live node leases."""
 
 from datetime import datetime, timedelta, timezone
 
 from testbed_helpers import condition
 
-NODES = {"kwok-cpu-1", "kwok-cpu-2", "kwok-gpu-1"}
-GPU_NODE = "kwok-gpu-1"
+GPU_POOL = {"kwok-gpu-1", "kwok-gpu-2"}
+NODES = {"kwok-cpu-1", "kwok-cpu-2"} | GPU_POOL
+# What NVIDIA's GPU Feature Discovery and the cloud put on a GPU node (users select by them).
+GPU_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "4", "pool": "gpu"}
 
 
 def test_nodes_ready_untainted_and_gpu_node_advertises_gpus(kube, namespace):
@@ -20,12 +22,15 @@ def test_nodes_ready_untainted_and_gpu_node_advertises_gpus(kube, namespace):
         blocking = [t for t in node.spec.taints or [] if t.effect in ("NoSchedule", "NoExecute")]
         assert not blocking, f"node {name} has taints that keep pods off it: {blocking}"
 
-    gpu = nodes[GPU_NODE]
-    assert gpu.status.allocatable.get("nvidia.com/gpu") == "4", f"{GPU_NODE} allocatable: {gpu.status.allocatable}"
-    assert gpu.status.capacity.get("nvidia.com/gpu") == "4", f"{GPU_NODE} capacity: {gpu.status.capacity}"
-    assert gpu.metadata.labels.get("nvidia.com/gpu.present") == "true", f"{GPU_NODE} labels: {gpu.metadata.labels}"
-    for name in sorted(NODES - {GPU_NODE}):
+    for name in sorted(GPU_POOL):
+        gpu = nodes[name]
+        assert gpu.status.allocatable.get("nvidia.com/gpu") == "4", f"{name} allocatable: {gpu.status.allocatable}"
+        assert gpu.status.capacity.get("nvidia.com/gpu") == "4", f"{name} capacity: {gpu.status.capacity}"
+        assert GPU_LABELS.items() <= gpu.metadata.labels.items(), f"{name} labels: {gpu.metadata.labels}"
+        assert gpu.metadata.labels.get("node.kubernetes.io/instance-type"), f"{name} labels: {gpu.metadata.labels}"
+    for name in sorted(NODES - GPU_POOL):
         assert "nvidia.com/gpu" not in (nodes[name].status.allocatable or {}), f"CPU node {name} advertises GPUs"
+        assert "nvidia.com/gpu.present" not in nodes[name].metadata.labels, f"CPU node {name} is labelled a GPU node"
 
 
 def test_every_node_has_a_live_lease(kube, namespace):

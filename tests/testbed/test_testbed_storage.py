@@ -1,13 +1,6 @@
 """Volumes: kwok's volume stages play a provisioner for the classes "standard" (default) and "local-path"."""
 
-from testbed_helpers import condition, gone, pod_manifest, wait_until
-
-
-def pvc_manifest(name, storage_class=None, size="1Gi"):
-    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
-    if storage_class is not None:
-        spec["storageClassName"] = storage_class
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
+from testbed_helpers import condition, gone, pod_manifest, pvc_manifest, wait_until
 
 
 def test_claims_bind_and_a_pod_mounting_one_runs(kube, namespace):

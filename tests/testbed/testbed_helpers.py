@@ -155,6 +155,14 @@ def pod_manifest(name, *, labels=None, resources=None, volumes=None, mounts=None
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
 
 
+def pvc_manifest(name, storage_class=None, size="1Gi"):
+    """A ReadWriteOnce claim (``storage_class`` None: the cluster's default class)."""
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
+
+
 def deployment_manifest(name, replicas, grace=1):
     """A Deployment of ``replicas`` kwok pods (``grace`` as for pod_manifest)."""
     labels = {"app": name}

@@ -33,8 +33,9 @@ def model(name="m", namespace="ns", generation=1, **serve):
 
 
 def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployment=None, server_ready=False,
-         render_pull=False, pull_beside_server=False):
-    """One rendering case: the object and what the reconcile observed (render_pull: the pull Job too)."""
+         render_pull=False, pull_beside_server=False, volume_bound=True):
+    """One rendering case: the object and what the reconcile observed (render_pull: the pull Job too;
+    volume_bound False: a claim not bound yet, as WaitForFirstConsumer storage keeps it until its first pod)."""
     source = source_id(obj)
     annotations = {SOURCE_ANNOTATION: source if weights_ready else ""}
     annotations.update(pvc_annotations or {})
@@ -42,7 +43,8 @@ def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployme
     completed = weights_ready and pulled is not None
     return {
         "object": obj,
-        "pvc": {"metadata": {"name": obj["metadata"]["name"] + "-weights", "annotations": annotations}, "status": {"phase": "Bound"}},
+        "pvc": {"metadata": {"name": obj["metadata"]["name"] + "-weights", "annotations": annotations},
+                "status": {"phase": "Bound" if volume_bound else "Pending"}},
         "deployment": deployment or {},
         "job": completed_job(obj) if completed else {},
         "job_state": "complete" if completed else "absent",

@@ -94,6 +94,17 @@ def test_pull_image_and_scheduling_problems():
     assert diagnose_pull(pull_job(), [unschedulable()], now=NOW)["reason"] == "PullUnschedulable"
 
 
+def test_a_pull_pod_held_for_an_unbound_immediate_claim_is_the_volume_s_problem():
+    pod = unschedulable()
+    # kube-scheduler's words (volumebinding plugin) for a pod whose Immediate claim has no volume yet.
+    pod["status"]["conditions"][0]["message"] = ("0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+                                                 "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    found = diagnose_pull(pull_job(), [pod], now=NOW)
+    assert found["reason"] == "VolumeNotBound"
+    assert found["message"].startswith("the pull pod waits for its volume to be bound: pod qwen-")
+    assert "unbound immediate PersistentVolumeClaims" in found["message"]
+
+
 def test_inputs_are_not_changed():
     pods = [crash_looping(message="x"), unschedulable()]
     before = copy.deepcopy(pods)

@@ -124,3 +124,45 @@ def test_a_pull_job_whose_pod_is_refused(dynamic, namespace):
 
     assert found["reason"] == "PullPodCreationFailed", found
     assert found["message"].startswith('the pull Job m-pull cannot create its pod (FailedCreate: violates PodSecurity "restricted:latest"')
+
+
+def pull_job_on_claim(dynamic, namespace, storage_class):
+    """A pull Job mounting a fresh claim of ``storage_class``, and the Job as read."""
+    dynamic.resources.get(api_version="v1", kind="PersistentVolumeClaim").create(namespace=namespace, body={
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "m-weights"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class, "resources": {"requests": {"storage": "1Gi"}}},
+    })
+    jobs = dynamic.resources.get(api_version="batch/v1", kind="Job")
+    jobs.create(namespace=namespace, body={
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "m-pull"},
+        "spec": {"backoffLimit": 0, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [dict(CONTAINER, name="puller", volumeMounts=[{"name": "w", "mountPath": "/w"}])],
+            # No node fits: the pod stays with the scheduler, whose verdict is the point.
+            "nodeSelector": {"example.com/no-such-node": "true"},
+            "volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "m-weights"}}]}}},
+    })
+    pods = dynamic.resources.get(api_version="v1", kind="Pod")
+    unschedulable = wait_for(
+        lambda: pods.get(namespace=namespace, label_selector="batch.kubernetes.io/job-name=m-pull").to_dict()["items"],
+        lambda items: items and conditions_of(items[0]).get("PodScheduled", {}).get("reason") == "Unschedulable",
+        "the scheduler's verdict on the pull pod",
+    )
+    return jobs.get(name="m-pull", namespace=namespace).to_dict(), unschedulable
+
+
+def test_a_pull_pod_held_for_an_unbound_immediate_claim(dynamic, namespace):
+    # A class nothing provisions, bound Immediate (the default mode): the claim stays unbound and the
+    # scheduler holds the pod for it; that is the volume's problem.
+    job, pods = pull_job_on_claim(dynamic, namespace, "no-such-class")
+    found = diagnose_pull(job, pods)
+    assert found["reason"] == "VolumeNotBound", found
+    assert "unbound immediate PersistentVolumeClaims" in found["message"], found
+
+
+def test_a_pull_pod_of_a_wait_for_first_consumer_claim_says_why_it_fits_no_node(dynamic, namespace):
+    # The test bed's node-local class binds only where the pod is scheduled: no node fits, and that
+    # (not the unbound claim) is what the pull is told.
+    job, pods = pull_job_on_claim(dynamic, namespace, "node-local")
+    found = diagnose_pull(job, pods)
+    assert found["reason"] == "PullUnschedulable", found
+    assert "didn't match Pod's node affinity/selector" in found["message"], found

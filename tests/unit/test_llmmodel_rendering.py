@@ -56,6 +56,9 @@ CASES = {
     "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, pulled={"gguf": "x.gguf", "size": GIB}),
     "root image": case(model(image="registry.example/needs-root:1", securityContext={"runAsNonRoot": False, "runAsUser": 0})),
     "gpu pool": case(model(runtime="vllm", gpuCount=1, nodeSelector={"pool": "gpu"}), weights_ready=False, render_pull=True),
+    "gpu first pull": case(model(runtime="vllm", gpuCount=2), weights_ready=False, render_pull=True, volume_bound=False),
+    "gpu repull beside the server": case(model(runtime="vllm", gpuCount=2), weights_ready=False, render_pull=True,
+                                         pull_beside_server=True, volume_bound=False),
     "repull beside the server": case(model(runtime="vllm"), weights_ready=False, render_pull=True, pull_beside_server=True),
 }
 
@@ -320,6 +323,20 @@ def test_the_pull_runs_where_the_server_may_run(rendered):
     assert "affinity" not in pod
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["containers"][0]["securityContext"] == {**POD_RESTRICTED, "readOnlyRootFilesystem": True}
+
+
+def test_a_gpu_model_s_first_pull_asks_for_the_server_s_gpus(rendered):
+    # The pull is the volume's first consumer: it lands where the server's GPUs are, and a
+    # WaitForFirstConsumer volume is provisioned there.
+    puller = rendered["gpu first pull"]["objects"]["Job"]["spec"]["template"]["spec"]["containers"][0]
+    assert puller["resources"]["limits"]["nvidia.com/gpu"] == 2
+    assert puller["resources"]["limits"]["cpu"] and puller["resources"]["limits"]["memory"]
+    assert puller["resources"]["requests"]["cpu"] and puller["resources"]["requests"]["memory"]
+    # A volume already placed (bound), or a pull beside the server that holds the GPUs: none.
+    for name in ("gpu pool", "gpu repull beside the server"):
+        limits = rendered[name]["objects"]["Job"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        assert "nvidia.com/gpu" not in limits, name
+        assert set(limits) == {"cpu", "memory"}, name
 
 
 def test_a_new_pull_beside_a_running_server_goes_to_its_node(rendered):

@@ -64,6 +64,9 @@ def revisions(held, desired=None, served=None):
             "served": held[served]["rid"] if served is not None else "", "keep": []}
 
 
+WAITING_CLAIM = {"metadata": {}, "spec": {"storageClassName": "node-local"}, "status": {"phase": "Pending"}}
+QUOTA = {"reason": "PullPodCreationFailed",
+         "message": "the pull Job m-pull cannot create its pod (FailedCreate: exceeded quota: compute, requested: limits.cpu=1)"}
 FAILURE = {"source": "hf://acme/tiny@main", "generation": 2, "retry": "", "reason": "PullFailed", "message": "not found: HTTP 404"}
 
 
@@ -121,6 +124,20 @@ def render(tmp_path_factory):
         _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
     add("kept volume of another source", __llmmodel_all_conflicts=[KEPT_MISMATCH], __llmmodel_service_exists=False,
         __llmmodel_weights_ready=False, _inference_ai_example_com_llmmodel={"status": {}})
+    # WaitForFirstConsumer storage: the claim waits for the pull pod, its first consumer.
+    add("quota refuses the pull pod of an unbound volume", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
+        __llmmodel_pvc=WAITING_CLAIM, __llmmodel_pull_problem=QUOTA, __llmmodel_deployment={}, __llmmodel_service_exists=False,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("volume waits for its first consumer", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
+        __llmmodel_pvc=WAITING_CLAIM, __llmmodel_deployment={}, __llmmodel_service_exists=False,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("volume provisioned on the pull pod's node", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
+        __llmmodel_pvc={**WAITING_CLAIM, "metadata": {"annotations": {"volume.kubernetes.io/selected-node": "kwok-gpu-1"}}},
+        __llmmodel_deployment={}, __llmmodel_service_exists=False, _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("pull pod waits for an Immediate claim", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
+        __llmmodel_pvc={"spec": {"storageClassName": "standard"}, "status": {"phase": "Pending"}}, __llmmodel_deployment={},
+        __llmmodel_pull_problem={"reason": "VolumeNotBound", "message": "the pull pod waits for its volume to be bound: ..."},
+        __llmmodel_service_exists=False, _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
     add("name conflict", __llmmodel_all_conflicts=[CONFLICT], __llmmodel_service_exists=False,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Deploying"}})
 
@@ -312,3 +329,34 @@ def test_a_disk_full_pull_says_what_the_volume_keeps_and_what_to_change(render):
         "(the served one and spec.revisionHistoryLimit previous): raise spec.storageSize or lower spec.revisionHistoryLimit")
     # Another failure is told as the puller said it.
     assert condition(render["failed re-pull while the old serves"], "WeightsReady")["message"] == "not found (HTTP 404)"
+def test_the_pull_pod_s_own_problem_comes_before_an_unbound_volume(render):
+    # On WaitForFirstConsumer storage the claim binds only once the pull pod is scheduled: a pod that
+    # cannot even be created is the cause, not the volume.
+    state = render["quota refuses the pull pod of an unbound volume"]
+    assert state["status"]["phase"] == "Pulling"
+    assert condition(state, "WeightsReady")["reason"] == "PullPodCreationFailed"
+    assert state["status"]["message"] == QUOTA["message"]
+    assert state["event"] == {"type": "Warning", "reason": "PullPodCreationFailed", "message": QUOTA["message"]}
+
+
+def test_a_volume_waiting_for_its_first_consumer_is_no_trouble(render):
+    state = render["volume waits for its first consumer"]
+    assert state["status"]["phase"] == "Pulling" and state["status"]["reportedProblem"] is None
+    weights = condition(state, "WeightsReady")
+    assert (weights["status"], weights["reason"]) == ("False", "Pulling")
+    assert weights["message"] == ("Job m-pull waits for its pod to be scheduled and PVC m-weights to bind "
+                                  "(a WaitForFirstConsumer volume is provisioned where that pod lands)")
+    assert state["event"] is None
+
+
+def test_an_unbound_volume_is_told_when_the_pull_waits_for_it(render):
+    placed = render["volume provisioned on the pull pod's node"]
+    assert placed["status"]["phase"] == "Pending"
+    assert condition(placed, "WeightsReady")["reason"] == "VolumeNotBound"
+    assert placed["status"]["message"] == ("PVC m-weights is not bound yet (storage class node-local); it is being "
+                                           "provisioned on node kwok-gpu-1, where the pull pod was scheduled")
+    immediate = render["pull pod waits for an Immediate claim"]
+    assert immediate["status"]["phase"] == "Pending"
+    assert condition(immediate, "WeightsReady")["reason"] == "VolumeNotBound"
+    assert immediate["status"]["message"] == "PVC m-weights is not bound yet (storage class standard)"
+    assert immediate["event"]["reason"] == "VolumeNotBound"

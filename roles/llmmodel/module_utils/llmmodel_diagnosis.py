@@ -33,6 +33,9 @@ PullStartupTimeout, PullContainerCreatingTooLong, PullUnschedulable, PullEvicted
                             its key HF_TOKEN is missing
   PullPodCreationFailed     a running Job without pods whose newest   as PodCreationFailed, for the pull
                             FailedCreate event says why (events read) pod
+  VolumeNotBound            a pull pod the scheduler holds because    the claim's storage (the role says
+                            its Immediate claim is not bound (the     which class); a WaitForFirstConsumer
+                            volume's problem, not the pod's)          claim waiting for the pod is no problem
   PullDeadlineExceeded      the Job ran longer than its deadline      more time for a big model
   PullFailed                the puller's own failure message (set     as the message says
                             by the role, not here)
@@ -57,6 +60,8 @@ from ansible.module_utils.llmmodel_pod_diagnosis import (
     newest_first,
 )
 
+# The scheduler's words for a pod whose Immediate-binding claim has no volume yet (volumebinding plugin).
+_UNBOUND_IMMEDIATE = "unbound immediate PersistentVolumeClaims"
 _SECRET_NOT_FOUND = re.compile(r'secret "(?P<name>[^"]+)" not found')
 _SECRET_KEY_MISSING = re.compile(r"couldn't find key (?P<key>\S+) in Secret (?P<namespace>[^/\s]+)/(?P<name>\S+)")
 
@@ -205,6 +210,14 @@ def _created_words(message):
     return re.sub(r"^Error creating: ", "", " ".join(str(message or "").split()))
 
 
+def _waits_for_immediate_claim(pod):
+    """The scheduler holds the pod only because a claim of Immediate binding is not bound yet."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
+            return _UNBOUND_IMMEDIATE in (condition.get("message") or "")
+    return False
+
+
 def diagnose_pull(job, pods, now=None, events=None, grace_seconds=CREATING_GRACE_SECONDS):
     """The pull's problem: a failed Job's cause, or what keeps a running one from progressing.
 
@@ -234,6 +247,8 @@ def diagnose_pull(job, pods, now=None, events=None, grace_seconds=CREATING_GRACE
         found = diagnose_pods(newest, _now(now), events, grace_seconds, "pull")
     if not found:
         return None
+    if found["reason"] == "Unschedulable" and _waits_for_immediate_claim(newest[0]):
+        return {"reason": "VolumeNotBound", "message": "the pull pod waits for its volume to be bound: " + found["message"]}
     retrying = "; the Job retries" if not failed and found["reason"] in RETRIED_REASONS else ""
     return {"reason": "Pull" + found["reason"], "message": found["message"] + retrying}
 

@@ -54,11 +54,35 @@ def rejection(custom_objects, namespace, body):
 INVALID = {
     "both repo and url": (
         with_source(huggingFaceRepo="a/b", url="https://example.com/model.gguf"),
-        "spec.source must set exactly one of huggingFaceRepo or url",
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
     ),
     "neither repo nor url": (
         with_source(revision="main"),
-        "spec.source must set exactly one of huggingFaceRepo or url",
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
+    ),
+    "both url and urlSecret": (
+        with_source(url="https://example.com/model.gguf", urlSecret={"name": "weights-link", "key": "url"}),
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
+    ),
+    "both repo and urlSecret": (
+        with_source(huggingFaceRepo="a/b", urlSecret={"name": "weights-link", "key": "url"}),
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
+    ),
+    "urlSecret without a key": (
+        with_source(urlSecret={"name": "weights-link"}),
+        "spec.source.urlSecret.key: Required value",
+    ),
+    "urlSecret name not a DNS-1123 name": (
+        with_source(urlSecret={"name": "Weights_Link", "key": "url"}),
+        "spec.source.urlSecret.name must be a Secret name (DNS-1123 subdomain)",
+    ),
+    "urlSecret key with a slash": (
+        with_source(urlSecret={"name": "weights-link", "key": "../url"}),
+        "spec.source.urlSecret.key must be a Secret key",
+    ),
+    "revision with urlSecret": (
+        with_source(urlSecret={"name": "weights-link", "key": "url"}, revision="main"),
+        "spec.source.revision is only valid with spec.source.huggingFaceRepo",
     ),
     "revision with url": (
         with_source(url="https://example.com/model.gguf", revision="main"),
@@ -66,7 +90,7 @@ INVALID = {
     ),
     "sha256 with repo": (
         with_source(huggingFaceRepo="a/b", sha256=SHA256),
-        "spec.source.sha256 is only valid with spec.source.url",
+        "spec.source.sha256 is only valid with spec.source.url or spec.source.urlSecret",
     ),
     "sha256 not hex": (
         with_source(url="https://example.com/model.gguf", sha256=SHA256.upper()),
@@ -215,6 +239,7 @@ def test_invalid_llmmodel_is_rejected_with_its_rule_message(custom_objects, name
 VALID = {
     "minimal Hugging Face model": llmmodel(name="minimal"),
     "url with checksum": with_source(url="s3://models/tinyllama.Q4_K_M.gguf", sha256=SHA256),
+    "url in a Secret, with checksum": with_source(urlSecret={"name": "weights-link.v2", "key": "signed_URL-1"}, sha256=SHA256),
     "everything set": llmmodel(
         name="full-" + "x" * 47,
         source={

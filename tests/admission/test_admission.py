@@ -321,6 +321,38 @@ def dry_run_patch(custom_objects, namespace, name, spec):
     )
 
 
+def dry_run_status(custom_objects, namespace, name, status):
+    return custom_objects.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, name, {"status": status}, dry_run="All"
+    )
+
+
+@pytest.mark.parametrize("summary", ["37%", "100%", "0%", "512B", "1.5GiB", "12.0MiB"])
+def test_the_progress_the_puller_reports_is_admitted(custom_objects, namespace, stored_llmmodel, summary):
+    progress = {"bytesDone": 1, "bytesTotal": 3, "percent": 33, "summary": summary, "updatedAt": "2026-03-01T12:00:00Z"}
+    written = dry_run_status(custom_objects, namespace, stored_llmmodel, {"weights": {"progress": progress}})
+    assert written["status"]["weights"]["progress"] == progress
+
+
+# Anyone who may run a pod as the puller's ServiceAccount writes this: only figures are admitted.
+FORGED_PROGRESS = {
+    "summary that is a message": ({"summary": "done, see http://x"}, "status.weights.progress.summary must be a percent"),
+    "percent above 100": ({"percent": 101}, "should be less than or equal to 100"),
+    "summary above 100 %": ({"summary": "101%"}, "status.weights.progress.summary must be a percent"),
+    "negative bytes": ({"bytesDone": -1}, "should be greater than or equal to 0"),
+    "bytes as text": ({"bytesDone": "lots"}, "must be of type integer"),
+    "time that is no time": ({"updatedAt": "yesterday"}, "updatedAt"),
+}
+
+
+@pytest.mark.parametrize("progress, message", FORGED_PROGRESS.values(), ids=FORGED_PROGRESS.keys())
+def test_a_progress_that_is_not_figures_is_refused(custom_objects, namespace, stored_llmmodel, progress, message):
+    with pytest.raises(ApiException) as caught:
+        dry_run_status(custom_objects, namespace, stored_llmmodel, {"weights": {"progress": progress}})
+    assert caught.value.status == 422, caught.value.body
+    assert message in caught.value.body
+
+
 def test_storage_size_never_shrinks(custom_objects, namespace, stored_llmmodel):
     with pytest.raises(ApiException) as caught:
         dry_run_patch(custom_objects, namespace, stored_llmmodel, {"storageSize": "5Gi"})

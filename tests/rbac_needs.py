@@ -97,8 +97,9 @@ def _object_entries():
             entries.extend(v for v in (task.get("vars") or {}).values() if isinstance(v, dict) and "kind" in v and "api_version" in v)
     variables = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
     entries.extend(variables["__llmmodel_finalized_children"])
-    # llmmodel_apply's `absent`: the scaling objects no longer wanted.
+    # llmmodel_apply's `absent`: the scaling objects no longer wanted, the puller's identity after its pull.
     entries.extend({"api_version": v["apiVersion"], "kind": v["kind"]} for v in variables["__llmmodel_scaling_kinds"].values())
+    entries.extend({"api_version": v["apiVersion"], "kind": v["kind"]} for v in variables["__llmmodel_puller_access_objects"])
     return entries
 
 

@@ -84,6 +84,21 @@ def test_a_signed_link_with_user_info_pulls_and_shows_neither(files, puller, des
     assert_hidden(again.output, other.output, volume_text(dest))
 
 
+def test_a_url_read_from_a_secret_as_a_file_left_it_pulls_and_shows_nothing_of_it(files, puller, dest):
+    """spec.source.urlSecret: the Job's MODEL_URL comes from the Secret (secretKeyRef), whose value a
+    `kubectl create secret --from-file` leaves with its trailing newline; the URL without it is fetched
+    and reported redacted, like any other."""
+    data = payload(MiB // 4, seed=22)
+    url = with_user(files.add("/models/s.gguf", data), "user:SECRETPW") + "?" + SIGNED
+    run = puller({"MODEL_URL": url + "\n", "MODEL_SHA256": sha256(data)})
+
+    assert run.returncode == 0, run.output
+    [get] = files.seen("GET", "/models/s.gguf")
+    assert get.path == "/models/s.gguf?" + SIGNED
+    assert json.loads(run.termination)["source"] == files.url + "/models/s.gguf?<redacted>"
+    assert_hidden(run.stdout, run.stderr, run.termination, volume_text(dest))
+
+
 @pytest.mark.parametrize("status, code, label", [(404, 4, "not found"), (403, 3, "access refused"), (500, 7, "network failure")])
 def test_failures_name_the_url_without_its_credentials(files, puller, status, code, label):
     url = files.add("/m.gguf", b"x")

@@ -54,11 +54,35 @@ def rejection(custom_objects, namespace, body):
 INVALID = {
     "both repo and url": (
         with_source(huggingFaceRepo="a/b", url="https://example.com/model.gguf"),
-        "spec.source must set exactly one of huggingFaceRepo or url",
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
     ),
     "neither repo nor url": (
         with_source(revision="main"),
-        "spec.source must set exactly one of huggingFaceRepo or url",
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
+    ),
+    "both url and urlSecret": (
+        with_source(url="https://example.com/model.gguf", urlSecret={"name": "weights-link", "key": "url"}),
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
+    ),
+    "both repo and urlSecret": (
+        with_source(huggingFaceRepo="a/b", urlSecret={"name": "weights-link", "key": "url"}),
+        "spec.source must set exactly one of huggingFaceRepo, url or urlSecret",
+    ),
+    "urlSecret without a key": (
+        with_source(urlSecret={"name": "weights-link"}),
+        "spec.source.urlSecret.key: Required value",
+    ),
+    "urlSecret name not a DNS-1123 name": (
+        with_source(urlSecret={"name": "Weights_Link", "key": "url"}),
+        "spec.source.urlSecret.name must be a Secret name (DNS-1123 subdomain)",
+    ),
+    "urlSecret key with a slash": (
+        with_source(urlSecret={"name": "weights-link", "key": "../url"}),
+        "spec.source.urlSecret.key must be a Secret key",
+    ),
+    "revision with urlSecret": (
+        with_source(urlSecret={"name": "weights-link", "key": "url"}, revision="main"),
+        "spec.source.revision is only valid with spec.source.huggingFaceRepo",
     ),
     "revision with url": (
         with_source(url="https://example.com/model.gguf", revision="main"),
@@ -66,7 +90,7 @@ INVALID = {
     ),
     "sha256 with repo": (
         with_source(huggingFaceRepo="a/b", sha256=SHA256),
-        "spec.source.sha256 is only valid with spec.source.url",
+        "spec.source.sha256 is only valid with spec.source.url or spec.source.urlSecret",
     ),
     "sha256 not hex": (
         with_source(url="https://example.com/model.gguf", sha256=SHA256.upper()),
@@ -223,6 +247,7 @@ def test_invalid_llmmodel_is_rejected_with_its_rule_message(custom_objects, name
 VALID = {
     "minimal Hugging Face model": llmmodel(name="minimal"),
     "url with checksum": with_source(url="s3://models/tinyllama.Q4_K_M.gguf", sha256=SHA256),
+    "url in a Secret, with checksum": with_source(urlSecret={"name": "weights-link.v2", "key": "signed_URL-1"}, sha256=SHA256),
     "everything set": llmmodel(
         name="full-" + "x" * 47,
         source={
@@ -305,6 +330,38 @@ def dry_run_patch(custom_objects, namespace, name, spec):
     return custom_objects.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, name, {"spec": spec}, dry_run="All"
     )
+
+
+def dry_run_status(custom_objects, namespace, name, status):
+    return custom_objects.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, name, {"status": status}, dry_run="All"
+    )
+
+
+@pytest.mark.parametrize("summary", ["37%", "100%", "0%", "512B", "1.5GiB", "12.0MiB"])
+def test_the_progress_the_puller_reports_is_admitted(custom_objects, namespace, stored_llmmodel, summary):
+    progress = {"bytesDone": 1, "bytesTotal": 3, "percent": 33, "summary": summary, "updatedAt": "2026-03-01T12:00:00Z"}
+    written = dry_run_status(custom_objects, namespace, stored_llmmodel, {"weights": {"progress": progress}})
+    assert written["status"]["weights"]["progress"] == progress
+
+
+# Anyone who may run a pod as the puller's ServiceAccount writes this: only figures are admitted.
+FORGED_PROGRESS = {
+    "summary that is a message": ({"summary": "done, see http://x"}, "status.weights.progress.summary must be a percent"),
+    "percent above 100": ({"percent": 101}, "should be less than or equal to 100"),
+    "summary above 100 %": ({"summary": "101%"}, "status.weights.progress.summary must be a percent"),
+    "negative bytes": ({"bytesDone": -1}, "should be greater than or equal to 0"),
+    "bytes as text": ({"bytesDone": "lots"}, "must be of type integer"),
+    "time that is no time": ({"updatedAt": "yesterday"}, "updatedAt"),
+}
+
+
+@pytest.mark.parametrize("progress, message", FORGED_PROGRESS.values(), ids=FORGED_PROGRESS.keys())
+def test_a_progress_that_is_not_figures_is_refused(custom_objects, namespace, stored_llmmodel, progress, message):
+    with pytest.raises(ApiException) as caught:
+        dry_run_status(custom_objects, namespace, stored_llmmodel, {"weights": {"progress": progress}})
+    assert caught.value.status == 422, caught.value.body
+    assert message in caught.value.body
 
 
 def test_storage_size_never_shrinks(custom_objects, namespace, stored_llmmodel):

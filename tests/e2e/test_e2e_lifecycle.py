@@ -255,3 +255,39 @@ def test_a_failed_re_pull_leaves_the_served_revision_answering_after_a_restart(a
     assert len(model_server.seen("GET", path)) == gets, "going back to the served source downloaded it again"
     answer_of(models, name)
     models.delete_purged(name)
+
+
+def test_a_signed_link_in_a_secret_is_pulled_and_shows_nowhere_a_viewer_reads(api, namespace, model_server, model_sha256):
+    """spec.source.urlSecret: the real kubelet holds the pull until the Secret exists, the real puller
+    fetches the link from it (user info and signed query reach the HTTP server), and neither part of
+    the credential shows in the model, its children, the pods, the Events, the pull's log or the
+    operator's log."""
+    models = Models(api, namespace)
+    name = "smollm-signed"
+    signature, password = f"E2eSig{uuid.uuid4().hex[:12]}", f"E2ePw{uuid.uuid4().hex[:12]}"
+    path = f"/models/{MODEL_FILE.name}"
+    host = model_server.url.split("://", 1)[1]
+    url = f"http://reader:{password}@{host}{path}?X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature={signature}"
+    source = {"urlSecret": {"name": "weights-link", "key": "url"}, "sha256": model_sha256}
+    models.create(llmmodel(name, source, MODEL_FILE.name, purge=True))
+    weights = models.wait_condition(name, "Failed", "WeightsReady", "CredentialsNotFound", "say its URL Secret is missing", 180)
+    assert f"Secret weights-link not found in namespace {namespace}" in weights["message"], weights
+
+    # As `kubectl create secret --from-file` leaves it: with a trailing newline.
+    models.core.create_namespaced_secret(namespace, {"metadata": {"name": "weights-link"}, "stringData": {"url": url + "\n"}})
+    status = models.wait_serving(name)
+    assert status["model"] == "secret://weights-link/url", status
+    assert status["weights"]["source"] == f"secret://weights-link/url#sha256={model_sha256}", status
+    assert [r for r in model_server.seen("GET", path) if r.path.endswith(signature)], "the pull never fetched the signed link"
+    print(f"\n{name} answered (URL from its Secret): {answer_of(models, name)!r}")
+
+    seen = "\n".join([
+        kubectl("get", "llmmodels,jobs,pods,events,deployments,services,pvc,serviceaccounts,roles,rolebindings",
+                "-n", namespace, "-o", "json").stdout,
+        kubectl("get", "llmmodel", name, "-n", namespace, "-o", "yaml").stdout,
+        kubectl("logs", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={name}-pull", "--tail=-1", check=False).stdout,
+        kubectl("logs", "-n", OPERATOR_NAMESPACE, f"deployment/{MANAGER}", "--tail=-1").stdout,
+    ])
+    assert f"{name}-pull" in seen and MODEL_FILE.name in seen, "the search did not cover the pull"
+    assert signature not in seen and password not in seen, "the signed link shows up where a viewer reads"
+    models.delete_purged(name)

@@ -85,6 +85,11 @@ MUTATIONS = {
         st.sampled_from(ATOMS).map(lambda s: "s3://bucket/" + s),
         hostile_text, huge_text.map(lambda s: "https://models.example.com/" + s), wrong_type,
     ),
+    "spec.source.urlSecret": st.one_of(
+        st.fixed_dictionaries({"name": st.sampled_from(["weights-link", "a.b"]), "key": st.sampled_from(["url", "signed_URL-1"])}),
+        st.fixed_dictionaries({"name": st.one_of(hostile_text, huge_text), "key": st.one_of(hostile_text, wrong_type)}),
+        st.fixed_dictionaries({"name": st.just("weights-link")}), wrong_type,
+    ),
     "spec.source.sha256": st.one_of(st.from_regex(r"\A[a-f0-9]{64}\Z"), hostile_text, wrong_type),
     "spec.source.credentialsSecret": st.one_of(st.sampled_from(["hf-token", "a.b"]), hostile_text, wrong_type),
     "spec.serve.image": st.one_of(st.sampled_from(ATOMS).map(lambda s: "ghcr.io/acme/server:" + s), hostile_text,
@@ -146,9 +151,10 @@ def put(spec: dict, path: str, value) -> None:
     for key in keys[:-1]:
         target = target.setdefault(key, {})
     target[keys[-1]] = value
-    if path == "spec.source.url":
+    if path in ("spec.source.url", "spec.source.urlSecret"):
         spec["source"].pop("huggingFaceRepo", None)
         spec["source"].pop("revision", None)
+        spec["source"].pop("urlSecret" if path == "spec.source.url" else "url", None)
 
 
 @st.composite

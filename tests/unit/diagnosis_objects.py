@@ -303,6 +303,15 @@ def pull_job_with_credentials(secret="hf-token", conditions=None, active=1):
     return job
 
 
+def pull_job_with_url_secret(secret="weights-link", key="url"):
+    """A pull Job whose URL comes from a Secret (spec.source.urlSecret)."""
+    job = pull_job_with_credentials()
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "MODEL_DEST", "value": "/model-weights"},
+        {"name": "MODEL_URL", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}]
+    return job
+
+
 def waiting_pull_pod(reason, message=None, created="2026-03-01T11:50:00Z"):
     result = pull_pod("qwen-pull-8x2lk", created, "Pending")
     result["metadata"]["uid"] = "0b1c2d3e-qwen-pull-8x2lk"

@@ -152,6 +152,19 @@ def test_plan_without_conditions_leaves_them_alone():
     assert proposed["conditions"] == current["conditions"]
 
 
+def test_an_exclusive_plan_removes_conditions_it_was_not_given():
+    # A condition the caller never writes (one forged through another identity) does not stand.
+    current = {"phase": "Serving", "conditions": [
+        cond("Ready", "True", "Available", "serving", lastTransitionTime=T0, observedGeneration=3),
+        cond("Forged", "True", "Because", "nobody of ours wrote this", lastTransitionTime=T0)]}
+    proposed, patch = plan_status(current, {"phase": "Serving"}, [cond("Ready", "True", "Available", "serving")], 3, T1,
+                                  exclusive=True)
+    assert [c["type"] for c in patch["status"]["conditions"]] == ["Ready"]
+    assert proposed["conditions"] == [cond("Ready", "True", "Available", "serving", lastTransitionTime=T0, observedGeneration=3)]
+    same = {"phase": "Serving", "conditions": proposed["conditions"]}
+    assert plan_status(same, {"phase": "Serving"}, [cond("Ready", "True", "Available", "serving")], 3, T1, exclusive=True)[1] is None
+
+
 def test_plan_on_an_empty_status():
     proposed, patch = plan_status(None, {"phase": "Pending"}, [cond("Ready", "False", "Pending")], 1, T1)
     assert proposed == patch["status"] == {

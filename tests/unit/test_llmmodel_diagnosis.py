@@ -28,6 +28,7 @@ from diagnosis_objects import (
     image_pull,
     pull_job,
     pull_job_with_credentials,
+    pull_job_with_url_secret,
     pull_pod,
     replica_failure,
     starting,
@@ -183,7 +184,23 @@ def test_a_credentials_secret_without_the_key_is_told_from_the_pull_pod():
     pods = [waiting_pull_pod("CreateContainerConfigError", "couldn't find key HF_TOKEN in Secret models/hf-token")]
     found = diagnose_pull(pull_job_with_credentials(), pods, now=NOW)
     assert found["reason"] == "CredentialsNotFound"
-    assert found["message"].startswith("Secret hf-token has no key HF_TOKEN; put the token under that key: kubectl -n models create")
+    assert found["message"].startswith("Secret hf-token has no key HF_TOKEN; put the value under that key: kubectl -n models create")
+    assert "--from-literal=HF_TOKEN=<your token>" in found["message"]
+
+
+def test_a_missing_url_secret_or_key_is_told_from_the_pull_pod():
+    missing = [waiting_pull_pod("CreateContainerConfigError", 'secret "weights-link" not found')]
+    assert diagnose_pull(pull_job_with_url_secret(), missing, now=NOW) == {
+        "reason": "CredentialsNotFound",
+        "message": "Secret weights-link not found in namespace models; create it: "
+        "kubectl -n models create secret generic weights-link --from-literal=url=<the URL of the weights file>",
+    }
+    no_key = [waiting_pull_pod("CreateContainerConfigError", "couldn't find key url in Secret models/weights-link")]
+    found = diagnose_pull(pull_job_with_url_secret(), no_key, now=NOW)
+    assert found["reason"] == "CredentialsNotFound"
+    assert found["message"].startswith("Secret weights-link has no key url; put the value under that key: kubectl -n models")
+    other_key = [waiting_pull_pod("CreateContainerConfigError", "couldn't find key other in Secret models/weights-link")]
+    assert diagnose_pull(pull_job_with_url_secret(), other_key, now=NOW)["reason"] == "PullContainerConfigError"
 
 
 def test_another_missing_secret_is_a_container_config_error_of_the_pull():

@@ -7,8 +7,12 @@ Every case runs through the role's real tasks and templates in one ansible-playb
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from render_helpers import GIB, case, model, pulled_by_pod, render, server_container
+
+from ansible.module_utils.llmmodel_manifests import LAST_APPLIED, with_record  # noqa: E402  (render_helpers' path)
 
 FILE_ANNOTATION = "inference.ai.example.com/weights-file"
 BYTES_ANNOTATION = "inference.ai.example.com/weights-bytes"
@@ -16,9 +20,16 @@ CHILDREN_ANNOTATION = "inference.ai.example.com/scaling-children"
 
 
 def url_model(url, **serve):
+    return source_model({"url": url}, **serve)
+
+
+def source_model(source, **serve):
     obj = model(**serve)
-    obj["spec"]["source"] = {"url": url}
+    obj["spec"]["source"] = source
     return obj
+
+
+SIGNED = "https://bucket.s3.amazonaws.com/m.gguf?X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature=SIGNATURE0123"
 
 
 CASES = {
@@ -60,6 +71,9 @@ CASES = {
     "gpu repull beside the server": case(model(runtime="vllm", gpuCount=2), weights_ready=False, render_pull=True,
                                          pull_beside_server=True, volume_bound=False),
     "repull beside the server": case(model(runtime="vllm"), weights_ready=False, render_pull=True, pull_beside_server=True),
+    "url in a secret": case(source_model({"urlSecret": {"name": "weights-link", "key": "signed"}, "sha256": "b" * 64},
+                                         runtime="llamacpp", modelFile="m.gguf"), weights_ready=False, render_pull=True),
+    "signed url": case(source_model({"url": SIGNED}, runtime="llamacpp"), weights_ready=False, render_pull=True),
 }
 
 
@@ -286,7 +300,8 @@ def test_nothing_about_the_server_while_the_weights_are_missing(rendered):
     assert set(result["objects"]) == {"PersistentVolumeClaim"}
     annotations = result["objects"]["PersistentVolumeClaim"]["metadata"]["annotations"]
     assert annotations[FILE_ANNOTATION] == "" and annotations[BYTES_ANNOTATION] == ""
-    assert "server" not in result["state"]["status"]
+    # Nothing deployed: no server described (a merge patch's null removes one that is not the role's).
+    assert result["state"]["status"]["server"] is None
 
 
 POD_RESTRICTED = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
@@ -346,3 +361,30 @@ def test_a_new_pull_beside_a_running_server_goes_to_its_node(rendered):
     assert terms == [{"topologyKey": "kubernetes.io/hostname",
                       "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "m", "app.kubernetes.io/component": "server"}}}]
     assert job["metadata"]["annotations"]["inference.ai.example.com/retry-pull"] == ""
+
+
+def test_a_url_in_a_secret_reaches_the_puller_by_reference_only(rendered):
+    result = rendered["url in a secret"]
+    job = result["objects"]["Job"]
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e for e in env if e["name"] == "MODEL_URL"] == [
+        {"name": "MODEL_URL", "valueFrom": {"secretKeyRef": {"name": "weights-link", "key": "signed"}}}]
+    assert {"name": "MODEL_SHA256", "value": "b" * 64} in env
+    identity = "secret://weights-link/signed#sha256=" + "b" * 64
+    assert job["metadata"]["annotations"]["inference.ai.example.com/weights-source"] == identity
+    status = result["state"]["status"]
+    assert status["model"] == "secret://weights-link/signed" and status["weights"]["source"] == identity
+    # What llmmodel_apply records on the Job (last-applied-configuration) is the Job as rendered.
+    assert "secretKeyRef" in with_record(job)["metadata"]["annotations"][LAST_APPLIED]
+
+
+def test_a_signed_url_in_the_spec_shows_nowhere_but_the_pull_jobs_env(rendered):
+    """What a URL in spec.source.url costs: its credential is a literal value of the Job's environment
+    (and so of its last-applied-configuration), which is why urlSecret exists; nothing else has it."""
+    result = rendered["signed url"]
+    job = result["objects"]["Job"]
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "MODEL_URL", "value": SIGNED} in env
+    outside_env = dict(job, spec=dict(job["spec"], template={}))
+    assert "SIGNATURE0123" not in json.dumps([outside_env, result["state"], result["objects"]["PersistentVolumeClaim"]])
+    assert result["state"]["status"]["model"] == "https://bucket.s3.amazonaws.com/m.gguf?<redacted>"

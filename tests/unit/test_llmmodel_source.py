@@ -11,7 +11,7 @@ from urllib.parse import unquote
 import ansible_runner
 import pytest
 import unit_helpers  # noqa: F401  (puts the role's module_utils on ansible.module_utils' path)
-from ansible.module_utils.llmmodel_source import QUERY_DIGEST_LENGTH, redact_url, source_id, split_url  # noqa: E402
+from ansible.module_utils.llmmodel_source import QUERY_DIGEST_LENGTH, display_model, redact_url, source_id, split_url  # noqa: E402
 from ansible.utils.unsafe_proxy import AnsibleUnsafeText
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,6 +48,24 @@ def test_a_plain_source_keeps_its_identity(source, expected):
 def test_the_default_revision_is_a_parameter():
     assert source_id({"huggingFaceRepo": "acme/x"}, "dev") == "hf://acme/x@dev"
     assert source_id({}) == "" and source_id(None) == ""
+
+
+# --- a URL kept in a Secret: the reference stands for it -----------------------------------------
+
+def test_a_url_in_a_secret_is_known_by_its_reference_only():
+    ref = {"name": "weights-link", "key": "url"}
+    assert source_id({"urlSecret": ref}) == "secret://weights-link/url"
+    assert source_id({"urlSecret": ref, "sha256": SHA}) == "secret://weights-link/url#sha256=" + SHA
+    assert display_model({"urlSecret": ref, "sha256": SHA}) == "secret://weights-link/url"
+    # Another Secret or key is another source; the Secret's value is not the operator's to read.
+    assert source_id({"urlSecret": {"name": "weights-link", "key": "url2"}}) != source_id({"urlSecret": ref})
+    assert source_id({"urlSecret": {"name": "other", "key": "url"}}) != source_id({"urlSecret": ref})
+
+
+def test_the_model_shown_for_each_kind_of_source():
+    assert display_model({"huggingFaceRepo": "acme/x", "revision": "v1"}) == "acme/x"
+    assert display_model({"url": "https://u:SECRET@host/m.gguf?sig=SECRET"}) == "https://host/m.gguf?<redacted>"
+    assert display_model({}) == "" and display_model(None) == ""
 
 
 # --- credentials never show ---------------------------------------------------------------------
@@ -163,6 +181,8 @@ def test_the_filters_return_unsafe_text():
     assert isinstance(found, AnsibleUnsafeText) and isinstance(shown, AnsibleUnsafeText)
     assert shown == "https://host/m.gguf" and DIGEST.search(found)
     assert filters["llmmodel_source_id"]({"huggingFaceRepo": "a/b"}, "dev") == "hf://a/b@dev"
+    model = filters["llmmodel_display_model"]({"urlSecret": {"name": "s", "key": "k"}})
+    assert isinstance(model, AnsibleUnsafeText) and model == "secret://s/k"
 
 
 PLAYBOOK = """\

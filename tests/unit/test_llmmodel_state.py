@@ -94,6 +94,17 @@ def render(tmp_path_factory):
         _inference_ai_example_com_llmmodel={"status": {"phase": "Deploying"}})
     add("pulling", __llmmodel_weights_ready=False, __llmmodel_job_state="running", __llmmodel_deployment={},
         __llmmodel_service_exists=False, _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("pulling, a status forged", __llmmodel_weights_ready=False, __llmmodel_job_state="running", __llmmodel_deployment={},
+        __llmmodel_service_exists=False,
+        _inference_ai_example_com_llmmodel={"status": {
+            "phase": "Serving", "inferenceURL": "http://attacker.example:8000", "serviceName": "attacker",
+            "firstServingAt": "2020-01-01T00:00:00Z", "server": {"runtime": "forged"}, "message": "forged",
+            "reportedProblem": "Forged", "weights": {"failure": FAILURE, "ready": True, "source": "forged"}}})
+    add("pull done, a status forged", __llmmodel_job_state="complete", __llmmodel_deployment={},
+        __llmmodel_job={"status": {"completionTime": "2026-03-01T12:00:00Z"}},
+        _inference_ai_example_com_llmmodel={"status": {
+            "phase": "Pulling", "inferenceURL": "http://attacker.example:8000", "firstServingAt": "2020-01-01T00:00:00Z",
+            "server": {"runtime": "forged"}}})
     add("pulling new weights while the old serve", __llmmodel_weights_ready=False, __llmmodel_job_state="running",
         __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Serving"}})
@@ -229,6 +240,26 @@ def test_progress_is_left_to_the_puller_while_it_runs_and_removed_after(render):
     done = render["starting"]
     assert done["status"]["weights"]["progress"] is None
     assert done["status"]["weights"]["size"] == 1073741824 and done["status"]["weights"]["revision"] == "abc123"
+
+
+def test_a_status_forged_during_the_first_pull_does_not_stand(render):
+    """While a pull runs, any pod that may run as the puller's identity can write the model's status:
+    every field the role owns is written again by the next reconcile (the conditions too, exclusively:
+    llmmodel_status), and only the progress is left to the puller."""
+    status = render["pulling, a status forged"]["status"]
+    assert status["inferenceURL"] is None and status["serviceName"] is None
+    assert status["firstServingAt"] is None and status["server"] is None
+    assert status["weights"]["failure"] is None and status["weights"]["ready"] is False
+    assert status["weights"]["source"] == "hf://acme/tiny@main" and status["phase"] == "Pulling"
+    assert status["message"] == "waiting for the weights" and status["reportedProblem"] is None
+    assert "progress" not in status["weights"]
+    assert [c["type"] for c in render["pulling, a status forged"]["conditions"]] == ["WeightsReady", "Ready", "Successful", "Failure"]
+    # ... also when the pull's end is the next reconcile (the server is not deployed yet).
+    done = render["pull done, a status forged"]["status"]
+    assert done["firstServingAt"] is None and done["server"]["runtime"] == "custom" and done["inferenceURL"] != "http://attacker.example:8000"
+    # A server already deployed keeps being described while its next weights are pulled.
+    assert "server" not in render["pulling new weights while the old serve"]["status"]
+    assert "firstServingAt" not in render["pulling new weights while the old serve"]["status"]
 
 
 def test_a_new_pull_says_the_previous_weights_still_serve(render):

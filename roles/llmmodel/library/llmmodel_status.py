@@ -71,6 +71,13 @@ options:
         description: Human-readable detail.
         type: str
         default: ""
+  conditions_exclusive:
+    description:
+      - The given O(conditions) are all the object may have; a stored condition of another type is
+        removed. For a kind whose conditions only the caller writes, so that one written by anyone
+        else (a forged one) does not stand.
+    type: bool
+    default: false
   observed_generation:
     description:
       - The C(metadata.generation) the conditions describe. Defaults to the generation of the object
@@ -208,6 +215,7 @@ ARGUMENT_SPEC = {
             "message": {"type": "str", "default": ""},
         },
     },
+    "conditions_exclusive": {"type": "bool", "default": False},
     "observed_generation": {"type": "int"},
     "event": {
         "type": "dict",
@@ -252,7 +260,8 @@ def read_and_plan(params, check_mode, diff, kube, resource, namespace):
     generation = params["observed_generation"]
     if generation is None:
         generation = (obj.get("metadata") or {}).get("generation")
-    proposed, patch = plan_status(current, params["status"], params["conditions"], generation, now_rfc3339())
+    proposed, patch = plan_status(current, params["status"], params["conditions"], generation, now_rfc3339(),
+                                  exclusive=params["conditions_exclusive"])
     result = {"changed": patch is not None, "status": proposed}
     if diff:
         result["diff"] = {"before": current, "after": proposed}

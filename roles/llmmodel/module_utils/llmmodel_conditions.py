@@ -140,19 +140,24 @@ def status_differs(current, proposed):
     return stored != _without_missing_generation(stored, wanted)
 
 
-def plan_status(current, fields, conditions, generation, now):
+def plan_status(current, fields, conditions, generation, now, exclusive=False):
     """Compute what to write.
 
     Returns ``(proposed, patch)``: the status the object should have, and the body of the merge
     patch of ``/status`` that gets there, or None for ``patch`` when nothing would change.
     ``fields`` follows merge-patch rules (None deletes a field); ``conditions`` None leaves the
-    conditions alone.
+    conditions alone. ``exclusive``: the given conditions are all there are; a stored one of another
+    type (which no writer of the caller's made) is removed.
     """
     current = current or {}
     proposed = apply_merge_patch(current, fields or {})
     patch_status = copy.deepcopy(fields or {})
     if conditions is not None:
-        merged = merge_conditions(current.get("conditions"), conditions, generation, now)
+        stored = current.get("conditions")
+        if exclusive:
+            given = {wanted["type"] for wanted in conditions}
+            stored = [c for c in stored or [] if isinstance(c, dict) and c.get("type") in given]
+        merged = merge_conditions(stored, conditions, generation, now)
         proposed["conditions"] = merged
         patch_status["conditions"] = merged
     if not status_differs(current, proposed):

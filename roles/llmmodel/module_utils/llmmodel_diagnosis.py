@@ -28,9 +28,9 @@ PullCrashLoopBackOff, PullImagePullFailed, PullContainerConfigError, PullVolumeM
 PullStartupTimeout, PullContainerCreatingTooLong, PullUnschedulable, PullEvicted), plus
 
   CredentialsNotFound       a pull pod waits in                       create the Secret with the key
-                            CreateContainerConfigError because the    HF_TOKEN (the message says how);
-                            Secret of the HF_TOKEN secretKeyRef or    the operator never reads Secrets
-                            its key HF_TOKEN is missing
+                            CreateContainerConfigError because the    (the message says how); the
+                            Secret of the HF_TOKEN or MODEL_URL       operator never reads Secrets
+                            secretKeyRef, or its key, is missing
   PullPodCreationFailed     a running Job without pods whose newest   as PodCreationFailed, for the pull
                             FailedCreate event says why (events read) pod
   VolumeNotBound            a pull pod the scheduler holds because    the claim's storage (the role says
@@ -152,26 +152,34 @@ def _job_running(job):
     return not _condition(job, "Failed", "FailureTarget", "Complete", "SuccessCriteriaMet")
 
 
-def _credentials_secret(job, pods):
-    """(Secret name, key) of the HF_TOKEN secretKeyRef of the pull, from the Job or its pods."""
+# The Secrets a pull reads by secretKeyRef, by variable: what the value is, for the advice.
+_PULL_SECRETS = {"HF_TOKEN": "<your token>", "MODEL_URL": "<the URL of the weights file>"}
+
+
+def _pull_secret_refs(job, pods):
+    """[(Secret name, key, what the value is)] of the pull's secretKeyRefs (HF_TOKEN, MODEL_URL), from
+    the Job or its pods."""
     specs = [((job.get("spec") or {}).get("template") or {}).get("spec") or {}] + [p.get("spec") or {} for p in pods]
+    refs = []
     for spec in specs:
         for container in list(spec.get("initContainers") or []) + list(spec.get("containers") or []):
             for env in container.get("env") or []:
                 ref = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
-                if env.get("name") == "HF_TOKEN" and ref.get("name"):
-                    return ref["name"], ref.get("key") or "HF_TOKEN"
-    return None, None
+                if env.get("name") in _PULL_SECRETS and ref.get("name"):
+                    found = (ref["name"], ref.get("key") or env["name"], _PULL_SECRETS[env["name"]])
+                    if found not in refs:
+                        refs.append(found)
+    return refs
 
 
 def _credentials_problem(job, pods):
-    """CredentialsNotFound when a pull pod cannot start because the credentials Secret or its key is missing."""
-    name, key = _credentials_secret(job, pods)
-    if not name:
+    """CredentialsNotFound when a pull pod cannot start because a Secret it reads (the credentials
+    Secret, the Secret of the URL) or its key is missing."""
+    refs = _pull_secret_refs(job, pods)
+    if not refs:
         return None
     namespace = (job.get("metadata") or {}).get("namespace") or next(
         ((p.get("metadata") or {}).get("namespace") for p in pods if (p.get("metadata") or {}).get("namespace")), "?")
-    create = "kubectl -n %s create secret generic %s --from-literal=%s=<your token>" % (namespace, name, key)
     for pod in newest_first(pods):
         for cstatus in container_statuses(pod):
             waiting = (cstatus.get("state") or {}).get("waiting") or {}
@@ -179,14 +187,16 @@ def _credentials_problem(job, pods):
             if waiting.get("reason") != "CreateContainerConfigError":
                 continue
             missing = _SECRET_NOT_FOUND.search(text)
-            if missing and missing.group("name") == name:
-                return {"reason": "CredentialsNotFound",
-                        "message": "Secret %s not found in namespace %s; create it: %s" % (name, namespace, create)}
             no_key = _SECRET_KEY_MISSING.search(text)
-            if no_key and no_key.group("name") == name and no_key.group("key") == key:
-                return {"reason": "CredentialsNotFound",
-                        "message": "Secret %s has no key %s; put the token under that key: %s --dry-run=client -o yaml "
-                        "| kubectl apply -f -" % (name, key, create)}
+            for name, key, value in refs:
+                create = "kubectl -n %s create secret generic %s --from-literal=%s=%s" % (namespace, name, key, value)
+                if missing and missing.group("name") == name:
+                    return {"reason": "CredentialsNotFound",
+                            "message": "Secret %s not found in namespace %s; create it: %s" % (name, namespace, create)}
+                if no_key and no_key.group("name") == name and no_key.group("key") == key:
+                    return {"reason": "CredentialsNotFound",
+                            "message": "Secret %s has no key %s; put the value under that key: %s --dry-run=client -o yaml "
+                            "| kubectl apply -f -" % (name, key, create)}
     return None
 
 

@@ -15,6 +15,9 @@ annotations) comes from here:
   fragment keeps exactly its old identity, so existing volumes keep their weights.
 - ``redact_url``: what a person sees: user info removed, query replaced by ``?<redacted>``, fragment
   dropped.
+- A URL kept in a Secret (``urlSecret: {name, key}``) is never read by the operator: its identity
+  is ``secret://<name>/<key>`` (then ``#sha256=<digest>`` when a checksum is given), stable while
+  the Secret's value changes (a rotated signature pulls nothing again) and free of any credential.
 
 The URL is cut up as text, never parsed and rebuilt, so nothing else about it changes (case,
 percent-encoding, IPv6 brackets, ports). For s3:// and gs:// everything after the bucket is the
@@ -82,14 +85,36 @@ def redact_url(url):
     return prefix + host + path + (REDACTED_QUERY if query else "")
 
 
+SECRET_PREFIX = "secret://"
+
+
+def secret_reference(ref):
+    """``secret://<name>/<key>`` of a ``urlSecret`` reference: what is shown and recorded for it."""
+    ref = ref or {}
+    return "%s%s/%s" % (SECRET_PREFIX, ref.get("name", ""), ref.get("key", ""))
+
+
+def display_model(source):
+    """The source as status.model shows it: the repository id, the redacted URL or the Secret reference."""
+    source = source or {}
+    if source.get("huggingFaceRepo") is not None:
+        return str(source["huggingFaceRepo"])
+    if source.get("urlSecret") is not None:
+        return secret_reference(source["urlSecret"])
+    return redact_url(source.get("url") or "")
+
+
 def source_id(source, default_revision="main"):
     """The identity of the weights ``source`` (spec.source) names; '' when it names none."""
     source = source or {}
     if source.get("huggingFaceRepo") is not None:
         revision = source.get("revision")
         return "hf://%s@%s" % (source["huggingFaceRepo"], default_revision if revision is None else revision)
+    checksum = source.get("sha256")
+    suffix = "" if checksum is None else "#sha256=%s" % checksum
+    if source.get("urlSecret") is not None:
+        return secret_reference(source["urlSecret"]) + suffix
     url = source.get("url")
     if not url:
         return ""
-    checksum = source.get("sha256")
-    return url_identity(url) + ("" if checksum is None else "#sha256=%s" % checksum)
+    return url_identity(url) + suffix

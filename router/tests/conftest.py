@@ -15,7 +15,6 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_openai import start_fake  # noqa: E402
-
 from llm_router.config import Settings  # noqa: E402
 from llm_router.main import Router  # noqa: E402
 from llm_router.table import apply_document  # noqa: E402
@@ -32,8 +31,17 @@ class Stack:
         for index in range(replicas):
             server, port, stats = self.call(start_fake(f"r{index}"))
             self.fakes.append((server, port, stats))
-        defaults = dict(host="127.0.0.1", port=0, admin_port=0, header_timeout=1.0, body_timeout=2.0,
-                        keepalive_timeout=5.0, connect_timeout=1.0, response_timeout=5.0, drain_timeout=1.0)
+        defaults = dict(
+            host="127.0.0.1",
+            port=0,
+            admin_port=0,
+            header_timeout=1.0,
+            body_timeout=2.0,
+            keepalive_timeout=5.0,
+            connect_timeout=1.0,
+            response_timeout=5.0,
+            drain_timeout=1.0,
+        )
         defaults.update(settings)
         self.settings = Settings(**defaults)
         self.router = Router(self.settings)
@@ -62,8 +70,13 @@ class Stack:
 
     def model(self, name="qwen", namespace="team-a", replicas=None, **fields) -> dict:
         count = len(self.fakes) if replicas is None else replicas
-        return {"namespace": namespace, "name": name, "phase": "Serving",
-                "endpoints": [self.address(index) for index in range(count)], **fields}
+        return {
+            "namespace": namespace,
+            "name": name,
+            "phase": "Serving",
+            "endpoints": [self.address(index) for index in range(count)],
+            **fields,
+        }
 
     def kill(self, index: int) -> None:
         """The replica's pod is gone: no more connections, the open ones reset."""

@@ -86,17 +86,28 @@ class FakeConnection(asyncio.Protocol):
 
     def _write_json(self, path, body):
         if path == b"/v1/embeddings":
-            answer = {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.0] * 8}],
-                      "model": body.get("model"), "replica": self.stats.name}
+            answer = {
+                "object": "list",
+                "data": [{"object": "embedding", "index": 0, "embedding": [0.0] * 8}],
+                "model": body.get("model"),
+                "replica": self.stats.name,
+            }
         else:
-            answer = {"id": "cmpl-1", "object": "chat.completion", "model": body.get("model"),
-                      "replica": self.stats.name,
-                      "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."},
-                                   "finish_reason": "stop"}],
-                      "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+            answer = {
+                "id": "cmpl-1",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "replica": self.stats.name,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+            }
         data = json.dumps(answer).encode()
-        self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-replica: %s\r\n"
-                             b"content-length: %d\r\n\r\n%s" % (self.stats.name.encode(), len(data), data))
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-replica: %s\r\n"
+            b"content-length: %d\r\n\r\n%s" % (self.stats.name.encode(), len(data), data)
+        )
 
     async def _answer(self, path, body, fake):
         stats = self.stats
@@ -118,8 +129,10 @@ class FakeConnection(asyncio.Protocol):
 
     async def _stream(self, body, fake):
         write = self.transport.write
-        write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-replica: %s\r\n"
-              b"transfer-encoding: chunked\r\n\r\n" % self.stats.name.encode())
+        write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-replica: %s\r\n"
+            b"transfer-encoding: chunked\r\n\r\n" % self.stats.name.encode()
+        )
         interval = fake.get("interval", 0)
         pad = "x" * fake.get("size", 0)
         for index in range(fake.get("chunks", 5)):
@@ -128,8 +141,13 @@ class FakeConnection(asyncio.Protocol):
                 return
             if interval:
                 await asyncio.sleep(interval)
-            event = {"object": "chat.completion.chunk", "model": body.get("model"), "i": index,
-                     "t": time.monotonic(), "choices": [{"index": 0, "delta": {"content": pad or "tok"}}]}
+            event = {
+                "object": "chat.completion.chunk",
+                "model": body.get("model"),
+                "i": index,
+                "t": time.monotonic(),
+                "choices": [{"index": 0, "delta": {"content": pad or "tok"}}],
+            }
             data = b"data: " + json.dumps(event).encode() + b"\n\n"
             write(b"%x\r\n%s\r\n" % (len(data), data))
         write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(DONE), DONE))

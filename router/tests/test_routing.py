@@ -44,10 +44,13 @@ def test_an_ambiguous_name_lists_the_full_names(stack_factory):
 
 
 def test_models_lists_every_model_with_its_state(stack_factory):
-    stack = stack_factory(models=lambda s: [
-        s.model(namespace="team-a"), s.model(namespace="team-b"),
-        s.model(name="llama", namespace="team-b", phase="Pulling", reason="PullRunning", endpoints=[]),
-    ])
+    stack = stack_factory(
+        models=lambda s: [
+            s.model(namespace="team-a"),
+            s.model(namespace="team-b"),
+            s.model(name="llama", namespace="team-b", phase="Pulling", reason="PullRunning", endpoints=[]),
+        ]
+    )
     status, _, body = get(stack.port, "/v1/models")
     assert status == 200
     assert body["object"] == "list"

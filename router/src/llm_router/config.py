@@ -16,6 +16,7 @@ class Settings:
     workers: int = 1  # processes sharing the port (SO_REUSEPORT)
     table_file: str | None = None  # a JSON routing table (local runs, tests); the cluster source is a watch
     api_keys_file: str | None = None  # JSON list of keys (a mounted Secret); none: no authentication
+    reload_interval: float = 5.0  # how often the keys file (and a table file) is checked for changes
     max_body_bytes: int = 8 * 1024 * 1024
     max_header_bytes: int = 16 * 1024  # request line and headers together
     max_headers: int = 100

@@ -47,8 +47,11 @@ class App:
             if path in (b"/healthz", b"/readyz"):
                 client.respond(200, b'{"status": "ok"}')
                 return
-            raise RouterError(404, "unknown_url", "Unknown URL: the router serves /v1/chat/completions, "
-                              "/v1/completions, /v1/embeddings and /v1/models.")
+            raise RouterError(
+                404,
+                "unknown_url",
+                "Unknown URL: the router serves /v1/chat/completions, /v1/completions, /v1/embeddings and /v1/models.",
+            )
         except RouterError as error:
             self.metrics.request_done(model_name, error.status)
             client.respond_error(error)

@@ -26,13 +26,22 @@ class Router:
     def __init__(self, settings: config.Settings, source: TableSource | None = None):
         self.settings = settings
         self.table = RoutingTable()
-        self.source = source or (FileSource(settings.table_file) if settings.table_file else None)
+        self.source = source or (
+            FileSource(settings.table_file, settings.reload_interval) if settings.table_file else None
+        )
         self.metrics = Metrics()
-        self.keys = KeyStore(settings.api_keys_file)
-        self.balancer = Balancer(self.table, settings.max_in_flight_per_replica, settings.queue_length,
-                                 settings.queue_timeout, self.metrics)
-        self.app = App(settings, self.table, self.balancer, self.keys, self.metrics,
-                       Forwarder(settings, self.balancer, self.metrics))
+        self.keys = KeyStore(settings.api_keys_file, settings.reload_interval)
+        self.balancer = Balancer(
+            self.table, settings.max_in_flight_per_replica, settings.queue_length, settings.queue_timeout, self.metrics
+        )
+        self.app = App(
+            settings,
+            self.table,
+            self.balancer,
+            self.keys,
+            self.metrics,
+            Forwarder(settings, self.balancer, self.metrics),
+        )
         self.connections: set[ClientConnection] = set()
         self.servers = []
         self.background = []
@@ -49,11 +58,18 @@ class Router:
             self.background.append(loop.create_task(self.source.run(self.table)))
         public = await loop.create_server(
             lambda: ClientConnection(self.app, settings, self.connections),
-            host=None if sock else settings.host, port=None if sock else settings.port, sock=sock,
-            reuse_port=None if sock else settings.workers > 1, backlog=4096)
+            host=None if sock else settings.host,
+            port=None if sock else settings.port,
+            sock=sock,
+            reuse_port=None if sock else settings.workers > 1,
+            backlog=4096,
+        )
         admin = await loop.create_server(
             lambda: ClientConnection(AdminApp(self.metrics, self.source or _Synced()), settings, set()),
-            host=settings.host, port=settings.admin_port, reuse_port=settings.workers > 1)
+            host=settings.host,
+            port=settings.admin_port,
+            reuse_port=settings.workers > 1,
+        )
         self.servers = [public, admin]
         self.port = public.sockets[0].getsockname()[1]
         self.admin_port = admin.sockets[0].getsockname()[1]

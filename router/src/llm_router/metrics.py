@@ -74,14 +74,17 @@ class Metrics:
         for (model, kind), value in sorted(self.upstream_errors.items()):
             lines.append(f'llm_router_upstream_errors_total{{model="{model}",kind="{kind}"}} {value}')
         for name, text, table in (
-            ("upstream_latency_seconds", "Time until the model's server sent its response headers.",
-             self.upstream_latency),
+            (
+                "upstream_latency_seconds",
+                "Time until the model's server sent its response headers.",
+                self.upstream_latency,
+            ),
             ("queue_wait_seconds", "Time a request waited for a replica with room.", self.wait_latency),
         ):
             family(name, "histogram", text)
             for model, histogram in sorted(table.items()):
                 cumulative = 0
-                for bound, count in zip(BUCKETS + (float("inf"),), histogram.counts):
+                for bound, count in zip(BUCKETS + (float("inf"),), histogram.counts, strict=False):
                     cumulative += count
                     le = "+Inf" if bound == float("inf") else repr(bound)
                     lines.append(f'llm_router_{name}_bucket{{model="{model}",le="{le}"}} {cumulative}')

@@ -16,21 +16,43 @@ from .upstream import connect
 
 # Response headers that describe one hop, not the response: the router sets its own.
 HOP_BY_HOP = frozenset(
-    (b"connection", b"keep-alive", b"transfer-encoding", b"content-length", b"te", b"trailer", b"upgrade",
-     b"proxy-connection", b"proxy-authenticate")
+    (
+        b"connection",
+        b"keep-alive",
+        b"transfer-encoding",
+        b"content-length",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"proxy-connection",
+        b"proxy-authenticate",
+    )
 )
 # Request headers passed on to the server; everything else (Authorization, cookies) stays here.
 FORWARDED = (b"content-type", b"accept", b"user-agent", b"x-request-id")
 RETRYABLE = frozenset(("refused", "connect_timeout", "reset", "closed"))
-STREAM_CUT = (b'data: {"error": {"message": "The model\'s server ended the stream before its end.", '
-              b'"type": "server_error", "code": "upstream_closed"}}\n\n')
+STREAM_CUT = (
+    b'data: {"error": {"message": "The model\'s server ended the stream before its end.", '
+    b'"type": "server_error", "code": "upstream_closed"}}\n\n'
+)
 
 
 class Exchange:
     """One attempt: the upstream connection's callbacks write straight to the client connection."""
 
-    __slots__ = ("client", "upstream", "future", "sent_at", "latency", "status", "chunked", "event_stream",
-                 "model", "metrics", "keep_alive")
+    __slots__ = (
+        "client",
+        "upstream",
+        "future",
+        "sent_at",
+        "latency",
+        "status",
+        "chunked",
+        "event_stream",
+        "model",
+        "metrics",
+        "keep_alive",
+    )
 
     def __init__(self, client, upstream, model_name, metrics):
         self.client = client
@@ -99,9 +121,17 @@ class Exchange:
 
 def upstream_request(request, model, endpoint) -> bytes:
     body = request.body
-    lines = [b"%s %s%s HTTP/1.1\r\nhost: %s:%d\r\ncontent-length: %d\r\n" % (
-        request.method, request.path, b"?" + request.query if request.query else b"",
-        endpoint.host.encode(), endpoint.port, len(body))]
+    lines = [
+        b"%s %s%s HTTP/1.1\r\nhost: %s:%d\r\ncontent-length: %d\r\n"
+        % (
+            request.method,
+            request.path,
+            b"?" + request.query if request.query else b"",
+            endpoint.host.encode(),
+            endpoint.port,
+            len(body),
+        )
+    ]
     headers = request.headers
     for name in FORWARDED:
         value = headers.get(name)
@@ -153,8 +183,12 @@ class Forwarder:
                     client.transport.write(b"%x\r\n%s\r\n" % (len(STREAM_CUT), STREAM_CUT))
                 client.abort()
                 return 504 if kind == "timeout" else 502
-            if (kind in RETRYABLE and not got_bytes and tried is None
-                    and any(other is not endpoint for other in model.endpoints)):
+            if (
+                kind in RETRYABLE
+                and not got_bytes
+                and tried is None
+                and any(other is not endpoint for other in model.endpoints)
+            ):
                 self.metrics.retries[model.full_name] += 1
                 tried = endpoint
                 continue
@@ -183,11 +217,17 @@ class Forwarder:
 def failure(kind: str, got_bytes: bool, model, settings) -> RouterError:
     name = model.full_name
     if kind == "timeout":
-        return RouterError(504, "upstream_timeout",
-                           f"The server of model {name} did not answer within {settings.response_timeout:g} s.")
+        return RouterError(
+            504,
+            "upstream_timeout",
+            f"The server of model {name} did not answer within {settings.response_timeout:g} s.",
+        )
     if kind == "connect_timeout":
-        return RouterError(504, "upstream_connect_timeout",
-                           f"No connection to a server of model {name} within {settings.connect_timeout:g} s.")
+        return RouterError(
+            504,
+            "upstream_connect_timeout",
+            f"No connection to a server of model {name} within {settings.connect_timeout:g} s.",
+        )
     what = {
         "refused": "refused the connection",
         "reset": "reset the connection before answering",

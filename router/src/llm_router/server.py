@@ -17,6 +17,7 @@ from .errors import REASONS, RouterError
 
 IDLE, HEADERS, BODY = 0, 1, 2
 MAX_PIPELINED = 4
+LINGER = 2.0  # seconds an erring connection still reads (and drops) what the client sends
 
 
 class Request:
@@ -45,6 +46,7 @@ class ClientConnection(asyncio.Protocol):
         self.deadline = 0.0
         self.closed = False
         self.failure = None  # a RouterError raised inside a parser callback
+        self.lingering = False
         self.current = None  # the request being answered
         self.task = None  # its handler's task, cancelled if the client goes
         self.exchange = None  # its upstream exchange (flow control)
@@ -67,8 +69,11 @@ class ClientConnection(asyncio.Protocol):
         self.connections.add(self)
         self.deadline = time.monotonic() + self.settings.keepalive_timeout
         if len(self.connections) > self.settings.max_connections:
-            self.respond_error(RouterError(503, "too_many_connections", "The router is at its connection limit.",
-                                           retry_after=1, close=True))
+            self.respond_error(
+                RouterError(
+                    503, "too_many_connections", "The router is at its connection limit.", retry_after=1, close=True
+                )
+            )
 
     def connection_lost(self, exc):
         self.closed = True
@@ -85,6 +90,8 @@ class ClientConnection(asyncio.Protocol):
             self.exchange.resume()
 
     def data_received(self, data):
+        if self.lingering:
+            return
         if self.reading == IDLE:
             self.reading = HEADERS
             self.deadline = time.monotonic() + self.settings.header_timeout
@@ -118,8 +125,11 @@ class ClientConnection(asyncio.Protocol):
     def _count_header_bytes(self, size):
         self.header_bytes += size
         if self.header_bytes > self.settings.max_header_bytes:
-            self._fail(431, "headers_too_large",
-                       f"The request line and headers may take at most {self.settings.max_header_bytes} bytes.")
+            self._fail(
+                431,
+                "headers_too_large",
+                f"The request line and headers may take at most {self.settings.max_header_bytes} bytes.",
+            )
 
     def on_headers_complete(self):
         self.reading = BODY
@@ -168,16 +178,27 @@ class ClientConnection(asyncio.Protocol):
         self.deadline = 0.0 if self.reading == IDLE else self.deadline
         self.app.handle(request, self)
 
-    def respond(self, status: int, body: bytes, content_type: bytes = b"application/json",
-                extra: bytes = b"", close: bool = False) -> None:
+    def respond(
+        self,
+        status: int,
+        body: bytes,
+        content_type: bytes = b"application/json",
+        extra: bytes = b"",
+        close: bool = False,
+    ) -> None:
         """A whole response at once; the request is then done."""
         if self.closed:
             return
         request = self.current
         close = close or request is None or not request.keep_alive
         head = b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n%s%s\r\n" % (
-            status, REASONS.get(status, b"OK"), content_type, len(body), extra,
-            b"connection: close\r\n" if close else b"")
+            status,
+            REASONS.get(status, b"OK"),
+            content_type,
+            len(body),
+            extra,
+            b"connection: close\r\n" if close else b"",
+        )
         self.transport.write(head + body)
         self.head_sent = True
         self.finish(not close)
@@ -206,9 +227,18 @@ class ClientConnection(asyncio.Protocol):
             self.deadline = time.monotonic() + self.settings.keepalive_timeout
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.transport.close()
+        """Closes after what was written. A client still sending (a body refused with 413) would see
+        its send fail and maybe never read the answer, so the connection first half-closes and keeps
+        reading, dropping it, for up to LINGER seconds (nginx's lingering close)."""
+        if self.closed or self.lingering:
+            return
+        if self.reading != IDLE and self.transport.can_write_eof():
+            self.lingering = True
+            self.deadline = time.monotonic() + LINGER
+            self.transport.write_eof()
+            return
+        self.closed = True
+        self.transport.close()
 
     def abort(self) -> None:
         """Ends the connection at once, so the client sees the response is incomplete."""
@@ -218,6 +248,9 @@ class ClientConnection(asyncio.Protocol):
     def expire(self, now: float) -> None:
         """Called by the sweep: enforces the header, body and keep-alive deadlines."""
         if self.closed or not self.deadline or now < self.deadline:
+            return
+        if self.lingering:
+            self.abort()
             return
         if self.reading == IDLE:
             if self.current is None:

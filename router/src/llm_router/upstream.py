@@ -104,7 +104,8 @@ class UpstreamConnection(asyncio.Protocol):
                 self.close()
         else:
             self.deadline = time.monotonic() + (
-                self.settings.idle_stream_timeout if self.head_done else self.settings.response_timeout)
+                self.settings.idle_stream_timeout if self.head_done else self.settings.response_timeout
+            )
 
     def eof_received(self):
         return False

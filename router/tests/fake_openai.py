@@ -27,6 +27,7 @@ class FakeStats:
         self.cancelled = 0
         self.completed = 0
         self.connections = set()
+        self.accepted = 0
 
 
 class FakeConnection(asyncio.Protocol):
@@ -43,6 +44,7 @@ class FakeConnection(asyncio.Protocol):
     def connection_made(self, transport):
         self.transport = transport
         self.stats.connections.add(self)
+        self.stats.accepted += 1
 
     def data_received(self, data):
         try:

@@ -60,3 +60,10 @@ def test_models_lists_every_model_with_its_state(stack_factory):
     assert listed["team-a/qwen"]["aliases"] == []  # two models are named qwen
     assert listed["team-b/llama"]["status"] == {"phase": "Pulling", "reason": "PullRunning"}
     assert listed["team-a/qwen"]["owned_by"] == "team-a"
+
+
+def test_upstream_connections_are_kept_alive_and_reused(stack_factory):
+    stack = stack_factory(replicas=1)
+    for _ in range(20):
+        assert post(stack.port, CHAT, {"model": "qwen"})[0] == 200
+    assert stack.stats(0).accepted == 1

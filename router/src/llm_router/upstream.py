@@ -63,6 +63,7 @@ class UpstreamConnection(asyncio.Protocol):
         self.got_bytes = False
         self.head_done = False
         self.done = False
+        self.keep_alive = False
         self.status = 0
         self.headers = []
         self.pieces = []
@@ -94,7 +95,7 @@ class UpstreamConnection(asyncio.Protocol):
             pieces, self.pieces = self.pieces, []
             exchange.on_body(pieces)
         if self.done:
-            keep = self.parser.should_keep_alive()
+            keep = self.keep_alive
             self.exchange = None
             self.deadline = 0.0
             exchange.on_end()
@@ -128,6 +129,7 @@ class UpstreamConnection(asyncio.Protocol):
 
     def on_message_complete(self):
         self.done = True
+        self.keep_alive = self.parser.should_keep_alive()  # only valid inside the parser's callbacks
 
     # --- control --------------------------------------------------------------------------------
     def _fail(self, kind: str) -> None:

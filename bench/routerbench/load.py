@@ -44,7 +44,10 @@ def wrk(port: int, script: Path, connections: int, duration: int, proxy_pid: int
     requests = int(re.search(r"(\d+) requests in", output).group(1))
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
-    percentiles = {q: seconds(v) for q, v in re.findall(r"^\s+(50|99)%\s+(\S+)$", output, re.M)}
+    percentiles = {q: seconds(v) for q, v in re.findall(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+(?:us|ms|s|m))\s*$",
+                                                        output, re.M)}
+    if len(percentiles) != 2:
+        raise SystemExit(f"wrk's output not understood:\n{output}")
     return {
         "connections": connections,
         "requests": requests,

@@ -70,6 +70,8 @@ class Exchange:
         self.metrics.upstream_latency[self.model].observe(time.monotonic() - self.sent_at)
         self.status = status
         client = self.client
+        if client.closed:
+            return  # the client went; its task's cancellation closes this exchange
         request = client.current
         lines = [b"HTTP/1.1 %d %s\r\n" % (status, REASONS.get(status, b"OK"))]
         length = None

@@ -54,6 +54,8 @@ def main() -> None:
             running.append(router)
             targets["router"] = (router.port, router.pid)
             measure(args, results, targets, workdir, concurrency)
+            router.stop()
+            results["workers"] = workers(args, fake, workdir)
         finally:
             for proc in reversed(running):
                 proc.stop()
@@ -85,9 +87,31 @@ def measure(args, results, targets, workdir, concurrency) -> None:
         run["seconds"] = args.duration
         results["chunks"][name] = run
         print(f"{name:6} streams: {run['chunks'] / args.duration:8.0f} chunks/s cpu {run['cpu_seconds']}", flush=True)
-    results["streams"] = {name: asyncio.run(load.streams(port, 16, 50, 0.01)) for name, (port, _) in targets.items()}
+    for port, _ in targets.values():  # warm-up: the streams below find pooled connections, as in steady use
+        asyncio.run(load.streams(port, 16, 5, 0.0))
+    results["streams"] = {name: asyncio.run(load.stream_rounds(port, 3, 16, 50, 0.01))
+                          for name, (port, _) in targets.items()}
     results["held"] = {name: asyncio.run(load.held(port, 1000, pid, 6.0))
                        for name, (port, pid) in targets.items() if pid is not None}
+
+
+def workers(args, fake, workdir) -> dict:
+    """One router process against two (SO_REUSEPORT), neither pinned, at 512 connections."""
+    plain = load.wrk_script(workdir, "plain", load.PLAIN)
+    runs = {}
+    for count in (1, 2):
+        home = workdir / f"workers-{count}"
+        home.mkdir()
+        router = procs.start_router(fake.port, home, None, workers=count)
+        try:
+            load.wrk(router.port, plain, 64, 2, router.pid, None)
+            runs[count] = load.wrk(router.port, plain, 512, args.duration, router.pid, None)
+        finally:
+            router.stop()
+        run = runs[count]
+        print(f"router, {count} worker(s), 512 connections: {run['rate']:8.0f}/s p99 {run['p99'] * 1000:.2f} ms "
+              f"cpu {run['cpu_seconds']:.2f} errors {run['non_2xx'] + run['socket_errors']}", flush=True)
+    return runs
 
 
 if __name__ == "__main__":

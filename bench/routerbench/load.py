@@ -96,6 +96,16 @@ async def streams(port: int, concurrent: int, chunks: int, interval: float) -> d
     return {"ttfb": [first for first, _ in results], "delays": [d for _, delays in results for d in delays]}
 
 
+async def stream_rounds(port: int, rounds: int, concurrent: int, chunks: int, interval: float) -> dict:
+    """`rounds` times `concurrent` streams at once, one round after the other, pooled together."""
+    merged = {"ttfb": [], "delays": []}
+    for _ in range(rounds):
+        result = await streams(port, concurrent, chunks, interval)
+        merged["ttfb"] += result["ttfb"]
+        merged["delays"] += result["delays"]
+    return merged
+
+
 async def held(port: int, count: int, proxy_pid: int, hold: float) -> dict:
     """`count` requests held open by the server for `hold` seconds; the proxy's RSS while they are."""
     body = json.dumps({"model": "bench", "fake": {"delay": hold}}).encode()

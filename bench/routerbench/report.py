@@ -58,6 +58,11 @@ def table(results: dict) -> str:
                f"{results['held'][name]['holding_mib']:.0f} MiB ({results['held'][name]['answered']}"
                f"/{results['held'][name]['held']} answered)" for name in targets]
         lines.append("| RSS with 1,000 held requests | " + " | ".join(row) + " |")
+    for count, run in sorted(results.get("workers", {}).items()):
+        lines.append(f"| router, {count} worker process(es), 512 concurrent, unpinned: requests per second, "
+                     f"per CPU-second, p99, errors | | | {run['rate']:,.0f}/s, "
+                     f"{per_cpu(run['requests'], run['cpu_seconds'])}, {ms(run['p99'])}, "
+                     f"{run['non_2xx'] + run['socket_errors']} |")
     return "\n".join(lines)
 
 

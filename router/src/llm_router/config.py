@@ -33,7 +33,8 @@ class Settings:
     retry_after: int = 10  # seconds, in a 503's Retry-After
     pool_idle_timeout: float = 4.0  # below the servers' own keep-alive (uvicorn 5 s), so a pooled
     #                                 connection is not closed by the server just as it is reused
-    pool_max_idle: int = 256  # per replica
+    pool_max_idle: int = 1024  # per replica (closed after pool_idle_timeout anyway); fewer made
+    #                            connections churn under bursts wider than the pool
     drain_timeout: float = 30.0  # on SIGTERM: answer what is in flight, at most this long
 
 

@@ -130,9 +130,11 @@ def main(argv: list[str] | None = None) -> None:
     settings = config.parse(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     children = []
-    for _ in range(settings.workers - 1):
+    for index in range(1, settings.workers):
         pid = os.fork()
         if pid == 0:
+            # each worker counts its own requests: its metrics are on the admin port plus its index
+            settings.admin_port += index
             children = []
             break
         children.append(pid)

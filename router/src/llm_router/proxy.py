@@ -9,10 +9,13 @@ HTTP client reports.
 """
 
 import asyncio
+import logging
 import time
 
 from .errors import REASONS, RouterError
 from .upstream import connect
+
+LOG = logging.getLogger("llm_router.proxy")
 
 # Response headers that describe one hop, not the response: the router sets its own.
 HOP_BY_HOP = frozenset(
@@ -52,6 +55,7 @@ class Exchange:
         "model",
         "metrics",
         "keep_alive",
+        "head",
     )
 
     def __init__(self, client, upstream, model_name, metrics):
@@ -65,6 +69,7 @@ class Exchange:
         self.model = model_name
         self.metrics = metrics
         self.keep_alive = False
+        self.head = None  # the response head, written with the first body piece read with it
 
     def on_head(self, status: int, headers, upstream_keep_alive: bool) -> None:
         self.metrics.upstream_latency[self.model].observe(time.monotonic() - self.sent_at)
@@ -92,21 +97,29 @@ class Exchange:
         if not self.keep_alive:
             lines.append(b"connection: close\r\n")
         lines.append(b"\r\n")
-        client.start_response(b"".join(lines), self.chunked)
+        self.head = b"".join(lines)
 
-    def on_body(self, pieces) -> None:
-        transport = self.client.transport
-        if self.client.closed:
+    def on_body(self, pieces, end: bool) -> None:
+        """What one read from the server brought, written to the client at once, in one write."""
+        client = self.client
+        if client.closed:
             return
+        out = []
+        if self.head is not None:
+            out.append(self.head)
+            self.head = None
+            client.start_response(self.chunked)
         if self.chunked:
-            size = sum(map(len, pieces))
-            transport.write(b"%x\r\n%s\r\n" % (size, b"".join(pieces)))
+            if pieces:
+                out.append(b"%x\r\n%s\r\n" % (sum(map(len, pieces)), b"".join(pieces)))
+            if end:
+                out.append(b"0\r\n\r\n")
         else:
-            transport.writelines(pieces)
+            out.extend(pieces)
+        if out:
+            client.transport.write(b"".join(out) if len(out) > 1 else out[0])
 
     def on_end(self) -> None:
-        if self.chunked and not self.client.closed:
-            self.client.transport.write(b"0\r\n\r\n")
         if not self.future.done():
             self.future.set_result(None)
 
@@ -162,6 +175,13 @@ class Forwarder:
             code = error.status
             if not client.head_sent:
                 client.respond_error(error)
+        except Exception:  # a bug must cost one request, answered, not a hung connection
+            LOG.exception("request to model %s failed", name)
+            code = 500
+            if client.head_sent:
+                client.abort()
+            else:
+                client.respond_error(RouterError(500, "internal_error", "The router failed on this request."))
         finally:
             metrics.in_flight[name] -= 1
             metrics.request_done(name, code)

@@ -207,10 +207,10 @@ class ClientConnection(asyncio.Protocol):
         extra = b"retry-after: %d\r\n" % error.retry_after if error.retry_after is not None else b""
         self.respond(error.status, error.body(), extra=extra, close=error.close)
 
-    def start_response(self, head: bytes, chunked: bool) -> None:
+    def start_response(self, chunked: bool) -> None:
+        """The response head is being written: from now on the request cannot be answered otherwise."""
         self.head_sent = True
         self.chunked = chunked
-        self.transport.write(head)
 
     def finish(self, keep_alive: bool) -> None:
         """The current response is complete: close, or take the next request."""

@@ -91,9 +91,10 @@ class UpstreamConnection(asyncio.Protocol):
         except httptools.HttpParserError:
             self._fail("invalid_response")
             return
-        if self.pieces:
+        if self.pieces or self.head_done:
+            # one write to the client per read from the server: head, pieces and end together
             pieces, self.pieces = self.pieces, []
-            exchange.on_body(pieces)
+            exchange.on_body(pieces, self.done)
         if self.done:
             keep = self.keep_alive
             self.exchange = None

@@ -23,4 +23,5 @@ router-test: router-venv ## pytest of the router (a fake OpenAI server and real 
 	$(ROUTER_VENV)/bin/python -m pytest -q router/tests
 
 bench-router: router-venv ## The router against direct and nginx on loopback: added latency, requests and chunks per CPU-second.
+	@$(PYTHON) hack/apt_install.py bench-router
 	$(ROUTER_VENV)/bin/python bench/router_bench.py --json bench/out/router.json $(BENCH_ROUTER_ARGS)

@@ -95,17 +95,15 @@ class Balancer:
             self.metrics.queued(model.full_name, -1)
             self.metrics.queue_wait(model.full_name, time.monotonic() - started)
 
-    def _wake(self, model: Model) -> None:
+    def _wake(self, model: Model, everyone: bool = False) -> None:
+        """Wakes the oldest waiter (a replica freed room) or all of them (replicas appeared)."""
         waiters = model.waiters
         while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
-                return
+                if not everyone:
+                    return
 
     def _wake_all(self, model: Model) -> None:
-        waiters = model.waiters
-        while waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake(model, everyone=True)

@@ -55,24 +55,49 @@ class Metrics:
             lines.append(f"# HELP llm_router_{name} {text}")
             lines.append(f"# TYPE llm_router_{name} {kind}")
 
-        family("requests_total", "counter", "Requests answered, by model and HTTP status.")
-        for (model, code), value in sorted(self.requests.items()):
-            lines.append(f'llm_router_requests_total{{model="{model}",code="{code}"}} {value}')
-        family("in_flight_requests", "gauge", "Requests forwarded to a model's server and not yet answered.")
-        for model, value in sorted(self.in_flight.items()):
-            lines.append(f'llm_router_in_flight_requests{{model="{model}"}} {value}')
-        family("queue_waiting_requests", "gauge", "Requests waiting for a replica with room.")
-        for model, value in sorted(self.waiting.items()):
-            lines.append(f'llm_router_queue_waiting_requests{{model="{model}"}} {value}')
-        family("queue_rejected_total", "counter", "Requests refused with 429 because the model's queue was full.")
-        for model, value in sorted(self.rejected.items()):
-            lines.append(f'llm_router_queue_rejected_total{{model="{model}"}} {value}')
-        family("retries_total", "counter", "Requests retried on another replica after failing before any byte.")
-        for model, value in sorted(self.retries.items()):
-            lines.append(f'llm_router_retries_total{{model="{model}"}} {value}')
-        family("upstream_errors_total", "counter", "Failures talking to a model's server, by kind.")
-        for (model, kind), value in sorted(self.upstream_errors.items()):
-            lines.append(f'llm_router_upstream_errors_total{{model="{model}",kind="{kind}"}} {value}')
+        for name, kind, text, labels, values in (
+            (
+                "requests_total",
+                "counter",
+                "Requests answered, by model and HTTP status.",
+                ("model", "code"),
+                self.requests,
+            ),
+            (
+                "in_flight_requests",
+                "gauge",
+                "Requests forwarded to a model's server and not yet answered.",
+                ("model",),
+                self.in_flight,
+            ),
+            ("queue_waiting_requests", "gauge", "Requests waiting for a replica with room.", ("model",), self.waiting),
+            (
+                "queue_rejected_total",
+                "counter",
+                "Requests refused with 429 because the model's queue was full.",
+                ("model",),
+                self.rejected,
+            ),
+            (
+                "retries_total",
+                "counter",
+                "Requests retried on another replica after failing before any byte.",
+                ("model",),
+                self.retries,
+            ),
+            (
+                "upstream_errors_total",
+                "counter",
+                "Failures talking to a model's server, by kind.",
+                ("model", "kind"),
+                self.upstream_errors,
+            ),
+        ):
+            family(name, kind, text)
+            for key, value in sorted(values.items()):
+                key = key if isinstance(key, tuple) else (key,)
+                pairs = ",".join(f'{label}="{part}"' for label, part in zip(labels, key, strict=True))
+                lines.append(f"llm_router_{name}{{{pairs}}} {value}")
         for name, text, table in (
             (
                 "upstream_latency_seconds",
@@ -84,7 +109,7 @@ class Metrics:
             family(name, "histogram", text)
             for model, histogram in sorted(table.items()):
                 cumulative = 0
-                for bound, count in zip(BUCKETS + (float("inf"),), histogram.counts, strict=False):
+                for bound, count in zip(BUCKETS + (float("inf"),), histogram.counts, strict=True):
                     cumulative += count
                     le = "+Inf" if bound == float("inf") else repr(bound)
                     lines.append(f'llm_router_{name}_bucket{{model="{model}",le="{le}"}} {cumulative}')

@@ -16,11 +16,14 @@ $(ROUTER_VENV_STAMP): router/requirements.lock router/pyproject.toml
 	@touch $@
 
 ##@ Router
-.PHONY: router-venv router-test bench-router
+.PHONY: router-venv router-test router-cluster-test bench-router
 router-venv: $(ROUTER_VENV_STAMP) ## Create .venv-router: the router image's lock, the router, pytest.
 
 router-test: router-venv ## pytest of the router (a fake OpenAI server and real sockets on 127.0.0.1 only).
 	$(ROUTER_VENV)/bin/python -m pytest -q router/tests
+
+router-cluster-test: router-venv ## The router's watch of LLMModels and EndpointSlices against the local cluster (needs cluster-up).
+	$(ROUTER_VENV)/bin/python -m pytest -q router/tests_cluster
 
 bench-router: router-venv ## The router against direct and nginx on loopback: added latency, requests and chunks per CPU-second.
 	@$(PYTHON) hack/apt_install.py bench-router

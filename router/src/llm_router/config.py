@@ -14,7 +14,11 @@ class Settings:
     port: int = 8000
     admin_port: int = 9090  # /metrics, /healthz, /readyz: kept off the public port
     workers: int = 1  # processes sharing the port (SO_REUSEPORT)
-    table_file: str | None = None  # a JSON routing table (local runs, tests); the cluster source is a watch
+    table_file: str | None = None  # a JSON routing table (local runs, tests)
+    kube: str | None = (
+        None  # the cluster source: "in-cluster", or a kubeconfig as JSON (kubectl config view --raw -o json)
+    )
+    namespaces: str = ""  # comma-separated namespaces whose models are served; empty: all
     api_keys_file: str | None = None  # JSON list of keys (a mounted Secret); none: no authentication
     reload_interval: float = 5.0  # how often the keys file (and a table file) is checked for changes
     max_body_bytes: int = 8 * 1024 * 1024

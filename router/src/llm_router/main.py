@@ -1,6 +1,7 @@
 """Starts the router: the table's source, the public and admin ports, the deadline sweep."""
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -26,9 +27,7 @@ class Router:
     def __init__(self, settings: config.Settings, source: TableSource | None = None):
         self.settings = settings
         self.table = RoutingTable()
-        self.source = source or (
-            FileSource(settings.table_file, settings.reload_interval) if settings.table_file else None
-        )
+        self.source = source or make_source(settings)
         self.metrics = Metrics()
         self.keys = KeyStore(settings.api_keys_file, settings.reload_interval)
         self.balancer = Balancer(
@@ -105,6 +104,22 @@ class Router:
         for model in self.table.models.values():
             for endpoint in model.endpoints:
                 endpoint.close()
+
+
+def make_source(settings: config.Settings) -> TableSource | None:
+    if settings.table_file:
+        return FileSource(settings.table_file, settings.reload_interval)
+    if settings.kube:
+        from .kube import KubeApi, KubeSource
+
+        if settings.kube == "in-cluster":
+            api = KubeApi.in_cluster()
+        else:
+            with open(settings.kube, encoding="utf-8") as handle:
+                api = KubeApi.from_kubeconfig(json.load(handle))
+        namespaces = frozenset(filter(None, settings.namespaces.split(","))) or None
+        return KubeSource(api, namespaces)
+    return None
 
 
 class _Synced:

@@ -64,7 +64,7 @@ class Router:
             backlog=4096,
         )
         admin = await loop.create_server(
-            lambda: ClientConnection(AdminApp(self.metrics, self.source or _Synced()), settings, set()),
+            lambda: ClientConnection(AdminApp(self.metrics, self.source or _Synced()), settings, self.connections),
             host=settings.host,
             port=settings.admin_port,
             reuse_port=settings.workers > 1,

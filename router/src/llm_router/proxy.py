@@ -128,10 +128,12 @@ class Exchange:
             self.future.set_result((kind, got_bytes))
 
     def pause(self) -> None:
-        self.upstream.pause()
+        if self.upstream.exchange is self:  # not a connection already back in the pool
+            self.upstream.pause()
 
     def resume(self) -> None:
-        self.upstream.resume()
+        if self.upstream.exchange is self:
+            self.upstream.resume()
 
 
 def upstream_request(request, model, endpoint) -> bytes:

@@ -79,7 +79,11 @@ def source():
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     kube = KubeSource(KubeApi.from_kubeconfig(config))
-    task = asyncio.run_coroutine_threadsafe(kube.run(table), loop)
+
+    async def start():
+        return asyncio.ensure_future(kube.run(table))
+
+    runner = asyncio.run_coroutine_threadsafe(start(), loop).result(5)
 
     def look(function):
         async def wrapper():
@@ -88,7 +92,12 @@ def source():
         return asyncio.run_coroutine_threadsafe(wrapper(), loop).result(5)
 
     yield kube, look
-    task.cancel()
+
+    async def stop():
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+    asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
 

@@ -174,6 +174,7 @@ class KubeSource(TableSource):
         finally:
             for task in watches:
                 task.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)
 
     async def _watch(self, table, path, selector, version, store) -> None:
         """Watches from `version` on, again after each timeout; raises to relist when the version is gone."""

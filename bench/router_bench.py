@@ -1,0 +1,118 @@
+"""The router against the same load sent directly to a fake OpenAI server and through nginx.
+
+    .venv-router/bin/python bench/router_bench.py [--duration 5] [--json bench/out/router.json]
+
+All on 127.0.0.1. The fake server (router/tests/fake_openai.py) and the load generators are pinned to
+CPU 0, the proxy under test (nginx: Debian's package, one worker, proxy_buffering off, upstream
+keep-alive; or the router: one process, API keys, metrics and routing on) to CPU 1, so each proxy
+has one core and its CPU-seconds are its own (read from /proc). wrk (one thread, closed loop) gives
+latency percentiles and rates at 1, 64 and 512 connections; an asyncio client measures time to first
+byte and the delay each stream chunk picks up (the fake stamps each event with its monotonic send
+time); 1,000 requests held by the server give each proxy's memory. Every run is bounded by its
+duration; the processes are stopped at the end whatever happens.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from routerbench import load, procs, report  # noqa: E402 (path set just above)
+
+LOAD_CPU, PROXY_CPU = "0", "1"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
+    parser.add_argument("--concurrency", default="1,64,512")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is needed: apt-get install wrk")
+    concurrency = [int(c) for c in args.concurrency.split(",")]
+    results = {"concurrency": concurrency, "latency": {}, "load_before": os.getloadavg()}
+    running = []
+    with tempfile.TemporaryDirectory(prefix="router-bench-") as tmp:
+        workdir = Path(tmp)
+        try:
+            fake = procs.start_fake(LOAD_CPU)
+            running.append(fake)
+            targets = {"direct": (fake.port, None)}
+            nginx = procs.start_nginx(fake.port, workdir, PROXY_CPU)
+            if nginx is None:
+                print("nginx not installed (apt-get install nginx-light): compared with direct only")
+            else:
+                running.append(nginx)
+                targets["nginx"] = (nginx.port, nginx.pid)
+            router = procs.start_router(fake.port, workdir, PROXY_CPU)
+            running.append(router)
+            targets["router"] = (router.port, router.pid)
+            measure(args, results, targets, workdir, concurrency)
+            router.stop()
+            results["workers"] = workers(args, fake, workdir)
+        finally:
+            for proc in reversed(running):
+                proc.stop()
+    results["load_after"] = os.getloadavg()
+    text = report.table(results)
+    print(text)
+    print(f"load average before {results['load_before'][0]:.1f}, after {results['load_after'][0]:.1f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({**results, "table": text}, indent=1, default=str))
+
+
+def measure(args, results, targets, workdir, concurrency) -> None:
+    plain = load.wrk_script(workdir, "plain", load.PLAIN)
+    streamed = load.wrk_script(workdir, "stream", {**load.PLAIN, "stream": True,
+                                                    "fake": {"chunks": 100, "interval": 0.002}})
+    for port, pid in targets.values():  # warm-up: connections pooled, code paths hot
+        load.wrk(port, plain, 64, 2, pid, LOAD_CPU)
+    for connections in concurrency:
+        for name, (port, pid) in targets.items():
+            run = load.wrk(port, plain, connections, args.duration, pid, LOAD_CPU)
+            results["latency"].setdefault(name, {})[connections] = run
+            print(f"{name:6} {connections:4} connections: {run['rate']:8.0f}/s p50 {run['p50'] * 1000:.2f} ms "
+                  f"p99 {run['p99'] * 1000:.2f} ms cpu {run['cpu_seconds']}", flush=True)
+    results["chunks"] = {}
+    for name, (port, pid) in targets.items():
+        run = load.wrk(port, streamed, 64, args.duration, pid, LOAD_CPU)
+        run["chunks"] = run["requests"] * 101  # 100 events and [DONE]
+        run["seconds"] = args.duration
+        results["chunks"][name] = run
+        print(f"{name:6} streams: {run['chunks'] / args.duration:8.0f} chunks/s cpu {run['cpu_seconds']}", flush=True)
+    for port, _ in targets.values():  # warm-up: the streams below find pooled connections, as in steady use
+        asyncio.run(load.streams(port, 16, 5, 0.0))
+    results["streams"] = {name: asyncio.run(load.stream_rounds(port, 3, 16, 50, 0.01))
+                          for name, (port, _) in targets.items()}
+    results["held"] = {name: asyncio.run(load.held(port, 1000, pid, 6.0))
+                       for name, (port, pid) in targets.items() if pid is not None}
+
+
+def workers(args, fake, workdir) -> dict:
+    """One router process against two (SO_REUSEPORT), neither pinned, at 512 connections."""
+    plain = load.wrk_script(workdir, "plain", load.PLAIN)
+    runs = {}
+    for count in (1, 2):
+        home = workdir / f"workers-{count}"
+        home.mkdir()
+        router = procs.start_router(fake.port, home, None, workers=count)
+        try:
+            load.wrk(router.port, plain, 64, 2, router.pid, None)
+            runs[count] = load.wrk(router.port, plain, 512, args.duration, router.pid, None)
+        finally:
+            router.stop()
+        run = runs[count]
+        print(f"router, {count} worker(s), 512 connections: {run['rate']:8.0f}/s p99 {run['p99'] * 1000:.2f} ms "
+              f"cpu {run['cpu_seconds']:.2f} errors {run['non_2xx'] + run['socket_errors']}", flush=True)
+    return runs
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,7 @@ def url_model(url, **serve):
 CASES = {
     "custom": case(model(image="registry.example/server:1", port=8000, args=["--model", "/model-weights"])),
     "custom with replicas": case(model(image="registry.example/server:1", port=8000, args=["--model", "/model-weights"], replicas=3)),
-    "vllm": case(model(runtime="vllm", args=["--max-model-len", "4096"])),
+    "vllm": case(model(runtime="vllm", args=["--max-model-len", "4096"]), server_ready=True),
     "vllm file": case(model(runtime="vllm", modelFile="q4/model.gguf", image="registry.example/vllm:2")),
     "llamacpp from the pull": case(model(runtime="llamacpp"), pulled={"gguf": "tiny.Q4_K_M.gguf", "size": 3 * GIB}),
     "llamacpp from the volume": case(
@@ -102,7 +102,7 @@ def test_vllm_serves_the_directory_under_the_model_name_then_the_users_args(rend
     assert server["ports"][0]["containerPort"] == 8000
     assert server["readinessProbe"]["httpGet"]["path"] == "/health"
     assert rendered["vllm"]["objects"]["Service"]["spec"]["ports"][0]["port"] == 8000
-    assert rendered["vllm"]["state"]["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"
+    assert rendered["vllm"]["state"]["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"  # Serving: the URL answers
 
 
 def test_vllm_with_a_model_file_and_an_image_of_ones_own(rendered):

@@ -53,10 +53,13 @@ CASES = {
         deployment={"metadata": {"name": "m"}, "spec": {"replicas": 9}},
     ),
     "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
-    "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, pulled={"gguf": "x.gguf", "size": GIB}),
+    "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, job_state="running", pulled={"gguf": "x.gguf", "size": GIB}),
+    "autoscaling removed": case(model(runtime="vllm"), deployment={
+        "metadata": {"name": "m", "annotations": {CHILDREN_ANNOTATION: "HorizontalPodAutoscaler,PodDisruptionBudget"}},
+        "spec": {"replicas": 3}, "status": {"replicas": 3}}),
     "root image": case(model(image="registry.example/needs-root:1", securityContext={"runAsNonRoot": False, "runAsUser": 0})),
-    "gpu pool": case(model(runtime="vllm", gpuCount=1, nodeSelector={"pool": "gpu"}), weights_ready=False, render_pull=True),
-    "repull beside the server": case(model(runtime="vllm"), weights_ready=False, render_pull=True, pull_beside_server=True),
+    "gpu pool": case(model(runtime="vllm", gpuCount=1, nodeSelector={"pool": "gpu"}), weights_ready=False),
+    "repull beside the server": case(model(runtime="vllm"), weights_ready=False, pull_beside_server=True),
 }
 
 
@@ -276,6 +279,20 @@ def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):
     assert "PodDisruptionBudget" not in result["objects"]
     assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
     assert result["objects"]["Deployment"]["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_the_objects_applied_are_the_roles_decision_in_its_order(rendered):
+    # templates/children.yaml.j2, which apply.yml runs: the volume first, then what the state needs.
+    assert rendered["custom"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment"]
+    assert rendered["rwx"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodDisruptionBudget", "PodMonitor"]
+    assert rendered["autoscaling new"]["order"] == [
+        "PersistentVolumeClaim", "Service", "Deployment", "HorizontalPodAutoscaler", "PodMonitor"]
+    # A pull starts (no Job, weights missing): its identity for progress reports before the Job.
+    assert rendered["gpu pool"]["order"] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "Job"]
+    # A pull in flight: nothing more to apply than the volume.
+    assert rendered["weights not ready"]["order"] == ["PersistentVolumeClaim"]
+    # Scaling objects no longer wanted are not applied (apply.yml removes them).
+    assert rendered["autoscaling removed"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodMonitor"]
 
 
 def test_nothing_about_the_server_while_the_weights_are_missing(rendered):

@@ -16,6 +16,7 @@ one namespace and one operator (`make monitoring-cluster-test`, under the cluste
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import subprocess
@@ -284,6 +285,12 @@ def test_kube_state_metrics_serves_the_model_metrics_and_prometheus_alerts_on_th
             assert 0 <= pull_seconds < 60 and status["weights"]["pullStartedAt"] <= status["weights"]["pulledAt"], status
             assert one(f"llmmodel_weights_size_bytes{{{selector}}}") == status["weights"]["size"] > 0
             assert one(f"llmmodel_weights_ready{{{selector}}}") == 1
+            # What LLMModelNotReady measures a model that loads against: its startup budget, and when
+            # its Ready condition last changed (an RFC 3339 time, read as Unix seconds).
+            assert one(f"llmmodel_server_startup_budget_seconds{{{selector}}}") == status["server"]["startupBudgetSeconds"] > 0
+            ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+            changed = one(f'llmmodel_status_condition_last_transition_timestamp_seconds{{{selector}, type="Ready"}}')
+            assert changed == calendar.timegm(time.strptime(ready["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ")), (changed, ready)
             slow = f'namespace="{namespace}", model="slow"'
             assert one(f"llmmodel_pull_progress_bytes{{{slow}}}") == 400_000_000
             assert one(f"llmmodel_pull_rate_bytes_per_second{{{slow}}}") == 50_000_000

@@ -13,7 +13,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client import ApiClient, Configuration, VersionApi
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
-from unit_helpers import REPO, ROLE, VENV_BIN, module_args, task_results
+from unit_helpers import REPO, ROLE, VENV_BIN, kubectl, module_args, task_results
 
 
 def pytest_configure(config):
@@ -101,6 +101,13 @@ def kubeconfig():
     except Exception as exc:  # noqa: BLE001 - any failure here means "no cluster"
         pytest.fail("no cluster reachable through %s (%s: %s): %s" % (path, type(exc).__name__, exc, hint), pytrace=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def llmmodel_crd(kubeconfig):
+    """The LLMModel CRD of config/crd/bases, applied (as `make install` does) and established."""
+    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(REPO / "config" / "crd" / "bases"))
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd/llmmodels.inference.ai.example.com")
 
 
 @pytest.fixture(scope="session")

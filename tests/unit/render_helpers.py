@@ -33,9 +33,11 @@ def model(name="m", namespace="ns", generation=1, **serve):
 
 
 def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployment=None, server_ready=False,
-         render_pull=False, pull_beside_server=False, volume_bound=True):
-    """One rendering case: the object and what the reconcile observed (render_pull: the pull Job too;
-    volume_bound False: a claim not bound yet, as WaitForFirstConsumer storage keeps it until its first pod)."""
+         job_state="absent", pull_beside_server=False, volume_bound=True):
+    """One rendering case: the object and what the reconcile observed. The objects rendered are those
+    the role's decision applies (templates/children.yaml.j2): weights not ready and no pull Job
+    (``job_state`` absent) start a pull. volume_bound False: a claim not bound yet, as
+    WaitForFirstConsumer storage keeps it until its first pod."""
     source = source_id(obj)
     annotations = {SOURCE_ANNOTATION: source if weights_ready else ""}
     annotations.update(pvc_annotations or {})
@@ -47,11 +49,10 @@ def case(obj, *, weights_ready=True, pulled=None, pvc_annotations=None, deployme
                 "status": {"phase": "Bound" if volume_bound else "Pending"}},
         "deployment": deployment or {},
         "job": completed_job(obj) if completed else {},
-        "job_state": "complete" if completed else "absent",
+        "job_state": "complete" if completed else job_state,
         "weights_ready": weights_ready,
         "pulled": pulled or {},
         "server_ready": server_ready,
-        "render_pull": render_pull,
         "pull_beside_server": pull_beside_server,
     }
 
@@ -114,13 +115,15 @@ def run_cases(playbook, cases: dict, tmp_path, action_plugins=ROLE / "action_plu
 
 
 def render(cases: dict, tmp_path, envvars=None) -> dict:
-    """{case name: {server, hash, objects: {kind: manifest}, state}} for each case."""
+    """{case name: {server, hash, objects: {kind: manifest}, order: [kind, ...] as applied, state}} for each
+    case."""
     runner = run_cases(RENDER_PLAYBOOK, cases, tmp_path, envvars=envvars)
     rendered = {}
     for event in runner.events:
         data = event.get("event_data", {})
         if event["event"] == "runner_on_ok" and data.get("task") == "Show the rendering":
             result = data["res"]["msg"]
+            result["order"] = [item["kind"] for item in result["objects"]]
             result["objects"] = {item["kind"]: item for item in result["objects"]}
             rendered[result.pop("case")] = result
     assert set(rendered) == set(cases)

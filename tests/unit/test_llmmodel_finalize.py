@@ -138,3 +138,16 @@ def test_a_purged_model_past_the_timeout_still_deletes_its_volume(finalized):
     assert status["status"]["message"] == "gave up waiting for 2 pod(s) after 600s; deleting the weights volume"
     assert "(deleting the weights volume)" in status["event"]["message"]
     assert calls["llmmodel_objects"][1]["objects"][-1]["state"] == "absent"
+
+
+def test_every_report_of_a_deletion_says_not_ready_and_gives_no_url(finalized):
+    # From the first run on, whatever the finalizer still waits for: READY False, reason Terminating,
+    # and no URL or Service name to send requests to.
+    for name, calls in finalized.items():
+        [status] = calls["llmmodel_status"]
+        assert status["status"]["phase"] == "Terminating", name
+        assert status["status"]["inferenceURL"] is None and status["status"]["serviceName"] is None, name
+        [ready] = status["conditions"]
+        assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "Terminating"), name
+        assert ready["message"] == "the model is being deleted: " + status["status"]["message"], name
+        assert int(status["observed_generation"]) == 1, name

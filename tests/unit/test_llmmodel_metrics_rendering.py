@@ -21,7 +21,7 @@ CASES = {
     "custom": case(model(image="registry.example/server:1")),
     "custom with a path": case(model(image="registry.example/server:1", metrics={"path": "/stats"})),
     "no PodMonitor kind": {**case(model(runtime="vllm")), "applied": NOT_SERVED},
-    "weights not ready": case(model(runtime="vllm"), weights_ready=False),
+    "weights not ready": case(model(runtime="vllm"), weights_ready=False, job_state="running"),
 }
 
 

@@ -26,8 +26,8 @@ def manager_resources():
 
 
 def cases():
-    return {"plain": case(model(), weights_ready=False, render_pull=True, volume_bound=False),
-            "gpu": case(model(gpuCount=1), weights_ready=False, render_pull=True, volume_bound=False)}
+    return {"plain": case(model(), weights_ready=False, volume_bound=False),
+            "gpu": case(model(gpuCount=1), weights_ready=False, volume_bound=False)}
 
 
 def puller(result):

@@ -35,7 +35,7 @@ SIGNED = "https://bucket.s3.amazonaws.com/m.gguf?X-Amz-Credential=AKIAEXAMPLE&X-
 CASES = {
     "custom": case(model(image="registry.example/server:1", port=8000, args=["--model", "/model-weights"])),
     "custom with replicas": case(model(image="registry.example/server:1", port=8000, args=["--model", "/model-weights"], replicas=3)),
-    "vllm": case(model(runtime="vllm", args=["--max-model-len", "4096"])),
+    "vllm": case(model(runtime="vllm", args=["--max-model-len", "4096"]), server_ready=True),
     "vllm file": case(model(runtime="vllm", modelFile="q4/model.gguf", image="registry.example/vllm:2")),
     "llamacpp from the pull": case(model(runtime="llamacpp"), pulled={"gguf": "tiny.Q4_K_M.gguf", "size": 3 * GIB}),
     "llamacpp from the volume": case(
@@ -64,16 +64,19 @@ CASES = {
         deployment={"metadata": {"name": "m"}, "spec": {"replicas": 9}},
     ),
     "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
-    "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, pulled={"gguf": "x.gguf", "size": GIB}),
+    "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, job_state="running", pulled={"gguf": "x.gguf", "size": GIB}),
+    "autoscaling removed": case(model(runtime="vllm"), deployment={
+        "metadata": {"name": "m", "annotations": {CHILDREN_ANNOTATION: "HorizontalPodAutoscaler,PodDisruptionBudget"}},
+        "spec": {"replicas": 3}, "status": {"replicas": 3}}),
     "root image": case(model(image="registry.example/needs-root:1", securityContext={"runAsNonRoot": False, "runAsUser": 0})),
-    "gpu pool": case(model(runtime="vllm", gpuCount=1, nodeSelector={"pool": "gpu"}), weights_ready=False, render_pull=True),
-    "gpu first pull": case(model(runtime="vllm", gpuCount=2), weights_ready=False, render_pull=True, volume_bound=False),
-    "gpu repull beside the server": case(model(runtime="vllm", gpuCount=2), weights_ready=False, render_pull=True,
+    "gpu pool": case(model(runtime="vllm", gpuCount=1, nodeSelector={"pool": "gpu"}), weights_ready=False),
+    "gpu first pull": case(model(runtime="vllm", gpuCount=2), weights_ready=False, volume_bound=False),
+    "gpu repull beside the server": case(model(runtime="vllm", gpuCount=2), weights_ready=False,
                                          pull_beside_server=True, volume_bound=False),
-    "repull beside the server": case(model(runtime="vllm"), weights_ready=False, render_pull=True, pull_beside_server=True),
+    "repull beside the server": case(model(runtime="vllm"), weights_ready=False, pull_beside_server=True),
     "url in a secret": case(source_model({"urlSecret": {"name": "weights-link", "key": "signed"}, "sha256": "b" * 64},
-                                         runtime="llamacpp", modelFile="m.gguf"), weights_ready=False, render_pull=True),
-    "signed url": case(source_model({"url": SIGNED}, runtime="llamacpp"), weights_ready=False, render_pull=True),
+                                         runtime="llamacpp", modelFile="m.gguf"), weights_ready=False),
+    "signed url": case(source_model({"url": SIGNED}, runtime="llamacpp"), weights_ready=False),
 }
 
 
@@ -119,7 +122,7 @@ def test_vllm_serves_the_directory_under_the_model_name_then_the_users_args(rend
     assert server["ports"][0]["containerPort"] == 8000
     assert server["readinessProbe"]["httpGet"]["path"] == "/health"
     assert rendered["vllm"]["objects"]["Service"]["spec"]["ports"][0]["port"] == 8000
-    assert rendered["vllm"]["state"]["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"
+    assert rendered["vllm"]["state"]["status"]["inferenceURL"] == "http://m.ns.svc.cluster.local:8000"  # Serving: the URL answers
 
 
 def test_vllm_with_a_model_file_and_an_image_of_ones_own(rendered):
@@ -293,6 +296,20 @@ def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):
     assert "PodDisruptionBudget" not in result["objects"]
     assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
     assert result["objects"]["Deployment"]["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_the_objects_applied_are_the_roles_decision_in_its_order(rendered):
+    # templates/children.yaml.j2, which apply.yml runs: the volume first, then what the state needs.
+    assert rendered["custom"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment"]
+    assert rendered["rwx"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodDisruptionBudget", "PodMonitor"]
+    assert rendered["autoscaling new"]["order"] == [
+        "PersistentVolumeClaim", "Service", "Deployment", "HorizontalPodAutoscaler", "PodMonitor"]
+    # A pull starts (no Job, weights missing): its identity for progress reports before the Job.
+    assert rendered["gpu pool"]["order"] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "Job"]
+    # A pull in flight: nothing more to apply than the volume.
+    assert rendered["weights not ready"]["order"] == ["PersistentVolumeClaim"]
+    # Scaling objects no longer wanted are not applied (apply.yml removes them).
+    assert rendered["autoscaling removed"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodMonitor"]
 
 
 def test_nothing_about_the_server_while_the_weights_are_missing(rendered):

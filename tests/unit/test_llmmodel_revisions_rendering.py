@@ -34,7 +34,7 @@ def held(*records):
 
 
 CASES = {
-    "new source": case(model(runtime="vllm"), weights_ready=False, render_pull=True,
+    "new source": case(model(runtime="vllm"), weights_ready=False,
                        pvc_annotations=held(record(OTHER, gguf="old.gguf"), record(OLDER)), deployment=served_by(OTHER)),
     "back to a held source": case(model(runtime="llamacpp"),
                                   pvc_annotations=held(record(OTHER), record(SOURCE, gguf="kept.gguf", size=2 * GIB)),
@@ -44,7 +44,7 @@ CASES = {
     "previous release's volume": case(model(runtime="llamacpp"),
                                       pvc_annotations={"inference.ai.example.com/weights-file": "root.gguf"},
                                       deployment={"metadata": {"name": "m", "annotations": {}}, "spec": {"replicas": 1}}),
-    "previous release's volume, new source": case(model(runtime="vllm"), weights_ready=False, render_pull=True,
+    "previous release's volume, new source": case(model(runtime="vllm"), weights_ready=False,
                                                   pvc_annotations={"inference.ai.example.com/weights-source": OTHER},
                                                   deployment={"metadata": {"name": "m"}, "spec": {"replicas": 1}}),
 }

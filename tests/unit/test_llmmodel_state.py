@@ -120,6 +120,10 @@ def render(tmp_path_factory):
     add("pull failed", __llmmodel_weights_ready=False, __llmmodel_job_state="failed", __llmmodel_pull_failed=True,
         __llmmodel_pull_message="not found: HTTP 404 for https://host/m.gguf",
         _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
+    add("pull failed while the old serve", __llmmodel_weights_ready=False, __llmmodel_job_state="failed",
+        __llmmodel_pull_failed=True, __llmmodel_pull_message="not found: HTTP 404 for https://host/m.gguf",
+        __llmmodel_server_available=True, __llmmodel_deployment=AVAILABLE,
+        _inference_ai_example_com_llmmodel={"status": {"phase": "Pulling"}})
     add("pull failed, its Job gone", __llmmodel_weights_ready=False, __llmmodel_pull_gave_up=True,
         _inference_ai_example_com_llmmodel={"status": {"phase": "Failed", "reportedProblem": "PullFailed",
                                                         "weights": {"failure": FAILURE}}})
@@ -320,6 +324,30 @@ def test_a_name_held_by_another_owner_fails_the_model_with_a_name_conflict(rende
     assert state["event"] == {"type": "Warning", "reason": "NameConflict", "message": CONFLICT["message"]}
     assert state["status"]["inferenceURL"] is None
     assert state["requeue"] == "60s"  # goes on by itself once the other object is gone
+
+
+def test_the_url_is_given_only_while_a_request_to_it_gets_an_answer(render):
+    # The Service exists in every case below (but the name conflict's): its name is a fact, the URL a
+    # promise that holds exactly while Ready is True.
+    url = "http://m.ns.svc.cluster.local:8000"
+    answering = {"recovered": ("Serving", "Available"), "rolling out": ("Serving", "RollingOut"),
+                 "crash loop beside a replica that answers": ("Degraded", "PartiallyAvailable"),
+                 "pulling new weights while the old serve": ("Pulling", "ServingPreviousWeights"),
+                 "pull failed while the old serve": ("Failed", "ServingPreviousWeights")}
+    silent = {"starting": ("Deploying", "Deploying"), "new crash loop": ("Degraded", "CrashLoopBackOff"),
+              "pull failed": ("Failed", "PullFailed"), "pull failed, its Job gone": ("Failed", "PullFailed"),
+              "credentials missing": ("Failed", "CredentialsNotFound"), "name conflict": ("Failed", "NameConflict")}
+    for name, (phase, reason) in answering.items():
+        state = render[name]
+        assert (state["status"]["phase"], condition(state, "Ready")["reason"]) == (phase, reason), name
+        assert condition(state, "Ready")["status"] == "True", name
+        assert (state["status"]["inferenceURL"], state["status"]["serviceName"]) == (url, "m"), name
+    for name, (phase, reason) in silent.items():
+        state = render[name]
+        assert (state["status"]["phase"], condition(state, "Ready")["reason"]) == (phase, reason), name
+        assert condition(state, "Ready")["status"] == "False", name
+        assert state["status"]["inferenceURL"] is None, name
+    assert render["starting"]["status"]["serviceName"] == "m"  # the Service is there, nothing answers yet
 
 
 def test_characters_beyond_the_basic_plane_come_back_verbatim(render):

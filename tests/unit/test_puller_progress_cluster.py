@@ -19,22 +19,15 @@ import uuid
 import pytest
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
-from unit_helpers import REPO, ROLE, VENV_BIN
+from unit_helpers import REPO, ROLE, VENV_BIN, kubectl
 
 sys.path.insert(0, str(REPO / "puller" / "tests"))
 from puller_servers import FileServer  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 
-KUBECTL = str(REPO / "bin" / "kubectl")
 API = "inference.ai.example.com/v1alpha1"
 MiB = 1 << 20
-
-
-def kubectl(kubeconfig, *args):
-    done = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def render_puller_access(tmp_path, name, namespace):
@@ -80,14 +73,8 @@ def render_puller_access(tmp_path, name, namespace):
     return json.loads(out.read_text())
 
 
-@pytest.fixture(scope="module")
-def crd(kubeconfig):
-    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(REPO / "config" / "crd" / "bases"))
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd/llmmodels.inference.ai.example.com")
-
-
 @pytest.fixture
-def models(dynamic, kubeconfig, crd, tmp_path):
+def models(dynamic, kubeconfig, llmmodel_crd, tmp_path):
     """Namespace with LLMModels tiny and other, and tiny's puller access applied; yields the namespace."""
     namespace = "puller-progress-" + uuid.uuid4().hex[:6]
     namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ VENV_BIN = Path(sys.executable).parent
 ROLE = REPO / "roles" / "llmmodel"
 LIBRARY = ROLE / "library"
 MODULE_UTILS = ROLE / "module_utils"
+KUBECTL = str(REPO / "bin" / "kubectl")
 
 # Modules import their helpers as ansible.module_utils.<name>, the way Ansible ships a role's
 # module_utils; make the same import work in-process.
@@ -69,3 +71,10 @@ def task_results(events, action):
         for e in events
         if e["event"] in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task_action") == action
     ]
+
+
+def kubectl(kubeconfig, *args):
+    """bin/kubectl against ``kubeconfig``; it must succeed. Returns its output."""
+    done = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

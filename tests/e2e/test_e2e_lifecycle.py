@@ -105,6 +105,13 @@ class Models:
         volume = self.core.read_persistent_volume(claim.spec.volume_name)
         return pathlib.Path(volume.spec.host_path.path)
 
+    def served_dir(self, name) -> pathlib.Path:
+        """The directory of the revision the model serves, in its real volume (status.weights.revisions)."""
+        revisions = self.get(name)["status"]["weights"]["revisions"]
+        served = [revision for revision in revisions if revision.get("served")]
+        assert len(served) == 1, revisions
+        return self.volume_dir(name) / served[0]["path"]
+
     def cluster_ip(self, name) -> str:
         return self.core.read_namespaced_service(name, self.namespace).spec.cluster_ip
 
@@ -140,7 +147,7 @@ def test_url_model_serves_keeps_its_bytes_and_serves_again_without_a_pull(api, n
     assert model_server.seen("GET", path), "the pull Job never asked the local server for the file"
     print(f"\n{name} answered: {answer_of(models, name)!r}")
 
-    weights = models.volume_dir(name) / MODEL_FILE.name
+    weights = models.served_dir(name) / MODEL_FILE.name
     assert sha256_of(weights) == model_sha256, "the volume does not hold the pulled bytes"
     pulled_at, gets = weights.stat().st_mtime_ns, len(model_server.seen("GET", path))
 
@@ -175,7 +182,7 @@ def test_hub_model_is_pulled_through_the_configured_endpoint_and_answers(api, na
     assert status["server"]["runtime"] == "llamacpp" and status["server"]["modelFile"] == MODEL_FILE.name, status
     assert hub.seen("GET"), "the pull never reached the Hub endpoint of LLMMODEL_HF_ENDPOINT"
     print(f"\n{name} answered (llamacpp preset): {answer_of(models, name, served_name=name)!r}")
-    assert (models.volume_dir(name) / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    assert (models.served_dir(name) / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
     models.delete_purged(name)
 
 

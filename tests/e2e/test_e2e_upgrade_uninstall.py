@@ -113,7 +113,7 @@ def test_uninstall_with_a_model_present_neither_hangs_nor_touches_it(api, servin
 
 
 def test_release_models_is_the_clean_way_out_and_keeps_the_weights(api, serving, model_sha256):
-    weights = serving.volume_dir(NAME) / MODEL_FILE.name
+    weights = serving.served_dir(NAME) / MODEL_FILE.name
     released = subprocess.run(["make", "--no-print-directory", "release-models", f"KUBECONFIG={KUBECONFIG}"], cwd=REPO,
                               capture_output=True, text=True, timeout=300, check=False)
     assert released.returncode == 0, released.stdout + released.stderr

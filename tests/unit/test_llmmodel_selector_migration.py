@@ -65,10 +65,15 @@ def test_the_new_deployment_takes_over_once_every_replica_is_available():
 
 
 def test_a_new_pod_waiting_for_room_is_seen_and_the_old_ones_are_not():
-    def pod(owner_uid, reason):
+    no_gpu = "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector."
+    no_node = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+
+    def pod(owner_uid, reason, message=no_gpu):
         return {"metadata": {"ownerReferences": [ref(owner_uid, controller=True, kind="ReplicaSet")]},
-                "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason}]}}
+                "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message}]}}
 
     assert migration.unschedulable([pod("rs-new", "Unschedulable")], {"rs-old"})
     assert not migration.unschedulable([pod("rs-old", "Unschedulable")], {"rs-old"})
     assert not migration.unschedulable([pod("rs-new", "SchedulingGated")], {"rs-old"})
+    # No old pod frees what a node selector or a taint refuses: the old ones keep serving.
+    assert not migration.unschedulable([pod("rs-new", "Unschedulable", no_node)], {"rs-old"})

@@ -21,7 +21,8 @@ description:
   - Once the old Deployment is gone the caller applies the new one. The retired ReplicaSets (owned by the
     model, controlled by nothing) are deleted when the new Deployment has all its replicas available;
     while a pod of the new Deployment cannot be scheduled (no room for a second generation, a GPU
-    taken), one retired replica is scaled away per run to make room, as the Deployment's own strategy would.
+    taken, the scheduler reporting an insufficient resource), one retired replica is scaled away per run
+    to make room, as the Deployment's own strategy would.
   - With O(finalizing), the retired ReplicaSets are deleted at once.
   - Objects not proven the owner's are never changed (module_utils/llmmodel_ownership.py).
 version_added: "0.9.0"
@@ -154,9 +155,12 @@ def complete(deployment):
 
 
 def unschedulable(pods, set_uids):
-    """Whether a pod outside those ReplicaSets (the new Deployment's) waits for room on a node."""
+    """Whether a pod outside those ReplicaSets (the new Deployment's) waits for room on a node: the
+    scheduler found too little of a resource (``Insufficient nvidia.com/gpu``), which an old pod may
+    free. A pod that fits no node for another reason (a selector, a taint) would not be helped."""
     return any(controller_uid(pod) not in set_uids and any(
         cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable"
+        and "Insufficient" in (cond.get("message") or "")
         for cond in (pod.get("status") or {}).get("conditions") or []) for pod in pods)
 
 

@@ -72,8 +72,9 @@ def test_a_new_pod_waiting_for_room_is_seen_and_the_old_ones_are_not():
         return {"metadata": {"ownerReferences": [ref(owner_uid, controller=True, kind="ReplicaSet")]},
                 "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": reason, "message": message}]}}
 
-    assert migration.unschedulable([pod("rs-new", "Unschedulable")], {"rs-old"})
-    assert not migration.unschedulable([pod("rs-old", "Unschedulable")], {"rs-old"})
-    assert not migration.unschedulable([pod("rs-new", "SchedulingGated")], {"rs-old"})
+    assert migration.unschedulable([pod("rs-new", "Unschedulable")], {"rs-new"})
+    # Only the new Deployment's pods count: an old one, or another team's copy, waiting for room does not.
+    assert not migration.unschedulable([pod("rs-old", "Unschedulable"), pod("rs-copy", "Unschedulable")], {"rs-new"})
+    assert not migration.unschedulable([pod("rs-new", "SchedulingGated")], {"rs-new"})
     # No old pod frees what a node selector or a taint refuses: the old ones keep serving.
-    assert not migration.unschedulable([pod("rs-new", "Unschedulable", no_node)], {"rs-old"})
+    assert not migration.unschedulable([pod("rs-new", "Unschedulable", no_node)], {"rs-new"})

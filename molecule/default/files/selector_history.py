@@ -15,7 +15,7 @@ proxy gave it.
 
 state prints JSON {model: ...}: the model's UID and Ready reason, its Deployment's selector, replicas
 and available replicas, the scale selector (what an HPA counts) and the pods it selects, the
-ReplicaSets of the model no Deployment controls, the Service's selector and ready endpoints, and the
+ReplicaSets of the model no Deployment controls (and those labelled like the model's it does not own), the Service's selector and ready endpoints, and the
 PodDisruptionBudget's selector and counts.
 
 watch polls, every 0.2 s until STOP_FILE exists (or TIMEOUT seconds), the EndpointSlices of each
@@ -123,7 +123,11 @@ def state(api, namespace, model):
         "replicas": deployment.spec.replicas if deployment else None,
         "available": (deployment.status.available_replicas or 0) if deployment else 0,
         "retired": [rs.metadata.name for rs in sets if not rs.metadata.deletion_timestamp
-                    and not any(ref.controller for ref in rs.metadata.owner_references or [])],
+                    and not any(ref.controller for ref in rs.metadata.owner_references or [])
+                    and any(ref.uid == found["metadata"]["uid"] for ref in rs.metadata.owner_references or [])],
+        # ReplicaSets labelled like the model's that the model does not own (another team's copy).
+        "unowned_sets": sorted((rs.metadata.name, rs.spec.replicas) for rs in sets if not rs.metadata.deletion_timestamp
+                               and not rs.metadata.owner_references),
         "service_selector": core.read_namespaced_service(model, namespace).spec.selector,
         "endpoints": ready_endpoints(api, namespace, model),
         "scale_selector": scale_selector,

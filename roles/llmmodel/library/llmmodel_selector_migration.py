@@ -155,10 +155,10 @@ def complete(deployment):
 
 
 def unschedulable(pods, set_uids):
-    """Whether a pod outside those ReplicaSets (the new Deployment's) waits for room on a node: the
+    """Whether a pod of those ReplicaSets (the new Deployment's) waits for room on a node: the
     scheduler found too little of a resource (``Insufficient nvidia.com/gpu``), which an old pod may
     free. A pod that fits no node for another reason (a selector, a taint) would not be helped."""
-    return any(controller_uid(pod) not in set_uids and any(
+    return any(controller_uid(pod) in set_uids and any(
         cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason") == "Unschedulable"
         and "Insufficient" in (cond.get("message") or "")
         for cond in (pod.get("status") or {}).get("conditions") or []) for pod in pods)
@@ -179,18 +179,22 @@ class Migration:
         return self.kube.get(resource, namespace=self.namespace, label_selector=self.params["model_selector"]).get("items") or []
 
     def write(self, action, call, *args, **kwargs):
+        """Send one write; False when the object went or changed since it was read (the next run reads it again)."""
         self.actions.append(action)
         if self.check_mode:
-            return
+            return True
         try:
             call(*args, **kwargs)
         except (NotFoundError, ConflictError):
-            # Gone, or changed since it was read: the next run reads it again.
             self.actions[-1] += " (skipped: changed meanwhile)"
+            return False
+        return True
 
-    def patch(self, resource, obj, body, action):
-        body = dict(body, metadata=dict(body.get("metadata") or {}, resourceVersion=_meta(obj).get("resourceVersion")))
-        self.write(action, self.kube.patch, resource, body=body, name=_meta(obj)["name"], namespace=self.namespace,
+    def patch(self, resource, obj, body, action, precondition=True):
+        """Merge-patch ``obj``; with ``precondition``, only the version that was read."""
+        if precondition:
+            body = dict(body, metadata=dict(body.get("metadata") or {}, resourceVersion=_meta(obj).get("resourceVersion")))
+        return self.write(action, self.kube.patch, resource, body=body, name=_meta(obj)["name"], namespace=self.namespace,
                    content_type=MERGE_PATCH)
 
     def delete(self, resource, obj, policy, action):
@@ -199,23 +203,27 @@ class Migration:
 
     def label(self, pods, set_uids):
         for pod in unlabelled_pods(pods, set_uids, self.owner):
+            # One label merged in, whatever the kubelet wrote meanwhile: no version precondition.
             self.patch(self.pods, pod, {"metadata": {"labels": {UID_LABEL: self.owner["uid"]}}},
-                       "labelled pod %s with the model's UID" % _meta(pod)["name"])
+                       "labelled pod %s with the model's UID" % _meta(pod)["name"], precondition=False)
 
     def retire(self, deployment, sets, pods):
-        """Hand the old Deployment's ReplicaSets to the model, label their pods, orphan them."""
+        """Hand the old Deployment's ReplicaSets to the model, label their pods, orphan them; returns them."""
         controlled = [rs for rs in sets if controller_uid(rs) == _meta(deployment)["uid"]]
+        handed_over = True
         for rs in controlled:
             refs = _meta(rs).get("ownerReferences") or []
             if not any(ref.get("uid") == self.owner["uid"] for ref in refs):
-                self.patch(self.replica_sets, rs, {"metadata": {"ownerReferences": refs + [model_reference(self.owner)]}},
-                           "made the model an owner of ReplicaSet %s" % _meta(rs)["name"])
+                handed_over &= self.patch(self.replica_sets, rs, {"metadata": {"ownerReferences": refs + [model_reference(self.owner)]}},
+                                          "made the model an owner of ReplicaSet %s" % _meta(rs)["name"])
         self.label(pods, {_meta(rs)["uid"] for rs in controlled + retired_sets(sets, self.owner)})
-        if not _meta(deployment).get("deletionTimestamp"):
+        # Orphaned, a ReplicaSet the model does not own would be no one's: never before all are handed over.
+        if handed_over and not _meta(deployment).get("deletionTimestamp"):
             self.delete(self.deployments, deployment, "Orphan",
                         "deleted Deployment %s of the previous selector, orphaning its ReplicaSets" % _meta(deployment)["name"])
+        return controlled
 
-    def settle(self, deployment, retired, pods):
+    def settle(self, deployment, sets, retired, pods):
         """Keep the retired pods selected until the new Deployment serves, then remove them."""
         uids = {_meta(rs)["uid"] for rs in retired}
         if self.params["finalizing"] or (deployment and complete(deployment)):
@@ -223,7 +231,8 @@ class Migration:
                 self.delete(self.replica_sets, rs, "Background", "deleted retired ReplicaSet %s" % _meta(rs)["name"])
             return []
         self.label(pods, uids)
-        if deployment and unschedulable(pods, uids):
+        current = {_meta(rs)["uid"] for rs in sets if deployment and controller_uid(rs) == _meta(deployment)["uid"]}
+        if retired and unschedulable(pods, current):
             largest = max(retired, key=lambda rs: (rs.get("spec") or {}).get("replicas", 0))
             replicas = (largest.get("spec") or {}).get("replicas", 0)
             if replicas > 0:
@@ -243,9 +252,10 @@ class Migration:
         retiring = old and not self.params["finalizing"]
         retired = retired_sets(sets, self.owner)
         if retiring:
-            self.retire(deployment, sets, pods)
+            # Their pods serve on: counted with those already retired.
+            retired += [rs for rs in self.retire(deployment, sets, pods) if rs not in retired]
         else:
-            retired = self.settle({} if old else deployment, retired, pods)
+            retired = self.settle({} if old else deployment, sets, retired, pods)
         return {
             "changed": any("skipped" not in action for action in self.actions),
             "retiring": retiring,

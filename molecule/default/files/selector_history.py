@@ -64,6 +64,13 @@ def last_applied(obj):
     return json.loads(obj.metadata.annotations[LAST_APPLIED])
 
 
+def budgets_of(api, namespace, model):
+    """The model's PodDisruptionBudget as JSON, in a list (the client's model refuses one whose status is not filled in yet)."""
+    response = client.PolicyV1Api(api).list_namespaced_pod_disruption_budget(
+        namespace, field_selector="metadata.name=" + model, _preload_content=False)
+    return json.loads(response.data)["items"]
+
+
 def previous_release(api, namespace, model):
     apps, core, policy = client.AppsV1Api(api), client.CoreV1Api(api), client.PolicyV1Api(api)
     live = apps.read_namespaced_deployment(model, namespace)
@@ -81,9 +88,9 @@ def previous_release(api, namespace, model):
     core.patch_namespaced_service(model, namespace, {
         "metadata": {"annotations": recorded(service)["metadata"]["annotations"]},
         "spec": {"selector": dict(previous_selector(model), **{UID_LABEL: None})}})
-    budgets = policy.list_namespaced_pod_disruption_budget(namespace, field_selector="metadata.name=" + model).items
+    budgets = budgets_of(api, namespace, model)
     if budgets:
-        budget = last_applied(budgets[0])
+        budget = json.loads(budgets[0]["metadata"]["annotations"][LAST_APPLIED])
         budget["spec"]["selector"] = {"matchLabels": previous_selector(model)}
         policy.patch_namespaced_pod_disruption_budget(model, namespace, {
             "metadata": {"annotations": recorded(budget)["metadata"]["annotations"]},
@@ -92,10 +99,12 @@ def previous_release(api, namespace, model):
 
 def ready_endpoints(api, namespace, model):
     """Names of the pods that are ready endpoints of the model's Service now."""
-    slices = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
-        namespace, label_selector="kubernetes.io/service-name=" + model).items
-    return sorted({endpoint.target_ref.name for piece in slices for endpoint in piece.endpoints or []
-                   if endpoint.target_ref and endpoint.conditions and endpoint.conditions.ready})
+    # Read as JSON: the client's model refuses a slice without endpoints (its `endpoints` is required).
+    response = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
+        namespace, label_selector="kubernetes.io/service-name=" + model, _preload_content=False)
+    slices = json.loads(response.data)["items"]
+    return sorted({endpoint["targetRef"]["name"] for piece in slices for endpoint in piece.get("endpoints") or []
+                   if endpoint.get("targetRef") and (endpoint.get("conditions") or {}).get("ready")})
 
 
 def served_by(api, namespace, model):
@@ -115,7 +124,7 @@ def state(api, namespace, model):
     deployment = deployments[0] if deployments else None
     scale_selector = deployment.status.selector if deployment else None
     sets = apps.list_namespaced_replica_set(namespace, label_selector="inference.ai.example.com/model=" + model).items
-    budgets = client.PolicyV1Api(api).list_namespaced_pod_disruption_budget(namespace, field_selector="metadata.name=" + model).items
+    budgets = budgets_of(api, namespace, model)
     return {
         "uid": found["metadata"]["uid"],
         "ready": ready[0]["reason"] if ready else None,
@@ -133,8 +142,9 @@ def state(api, namespace, model):
         "scale_selector": scale_selector,
         "by_scale_selector": sorted(pod.metadata.name for pod in core.list_namespaced_pod(namespace, label_selector=scale_selector).items
                                     if not pod.metadata.deletion_timestamp) if scale_selector else [],
-        "budget": {"selector": budgets[0].spec.selector.match_labels, "expected": budgets[0].status.expected_pods,
-                   "healthy": budgets[0].status.current_healthy} if budgets else None,
+        "budget": {"selector": budgets[0]["spec"]["selector"]["matchLabels"],
+                   "expected": (budgets[0].get("status") or {}).get("expectedPods"),
+                   "healthy": (budgets[0].get("status") or {}).get("currentHealthy")} if budgets else None,
     }
 
 

@@ -122,7 +122,8 @@ def state(api, namespace, model):
     ready = [c for c in (found.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"]
     deployments = apps.list_namespaced_deployment(namespace, field_selector="metadata.name=" + model).items
     deployment = deployments[0] if deployments else None
-    scale_selector = deployment.status.selector if deployment else None
+    # The selector of the Deployment's scale subresource: the pods an HPA counts.
+    scale_selector = apps.read_namespaced_deployment_scale(model, namespace).status.selector if deployment else None
     sets = apps.list_namespaced_replica_set(namespace, label_selector="inference.ai.example.com/model=" + model).items
     budgets = budgets_of(api, namespace, model)
     return {

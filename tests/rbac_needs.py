@@ -136,6 +136,23 @@ def reads() -> dict[tuple[str, str], set[str]]:
     return found
 
 
+# llmmodel_selector_migration's resources (`self.<attr> = kube.resources.get(api_version=..., kind=...)`)
+# and what it does with them: self.patch / self.delete / self.list, self.kube.get by name.
+MIGRATION = ROLE / "library" / "llmmodel_selector_migration.py"
+RESOURCE_ATTR = re.compile(r'self\.(?P<attr>\w+) = kube\.resources\.get\(api_version="(?P<api>[^"]+)", kind="(?P<kind>\w+)"\)')
+MIGRATION_CALL = re.compile(r'self\.(?:(?P<verb>patch|delete|list)|kube\.get)\(self\.(?P<attr>\w+)(?P<named>, name=)?')
+
+
+def migration_needs() -> dict[tuple[str, str], set[str]]:
+    """(group, resource) -> the verbs llmmodel_selector_migration uses."""
+    text = MIGRATION.read_text()
+    kinds = {m["attr"]: group_resource(m["api"], m["kind"]) for m in RESOURCE_ATTR.finditer(text)}
+    found: dict[tuple[str, str], set[str]] = {}
+    for m in MIGRATION_CALL.finditer(text):
+        found.setdefault(kinds[m["attr"]], set()).add(m["verb"] or ("get" if m["named"] else "list"))
+    return found
+
+
 def created_unrendered() -> set[tuple[str, str]]:
     """Kinds a module creates without a template: the Events llmmodel_status writes about a model."""
     status = (ROLE / "library" / "llmmodel_status.py").read_text()
@@ -159,6 +176,8 @@ def needed() -> dict[tuple[str, str], set[str]]:
         grants.setdefault(kind, set()).update(verbs)
     for kind in patched_kinds():
         grants.setdefault(kind, set()).update({"get", "patch"})
+    for kind, verbs in migration_needs().items():
+        grants.setdefault(kind, set()).update(verbs)
     for kind in created_unrendered():
         grants.setdefault(kind, set()).add("create")
     return grants

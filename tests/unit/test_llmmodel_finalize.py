@@ -13,7 +13,7 @@ from render_helpers import REPO, model, run_cases
 from unit_helpers import task_results
 
 FINALIZE_PLAYBOOK = REPO / "tests" / "unit" / "render" / "finalize.yml"
-API_MODULES = ("llmmodel_objects", "llmmodel_status", "requeue_after")
+API_MODULES = ("llmmodel_objects", "llmmodel_selector_migration", "llmmodel_status", "requeue_after")
 # The stand-in of each API module: it records its arguments; llmmodel_objects, asked to wait for
 # pods, answers with those the case says are still there.
 STAND_IN = '''

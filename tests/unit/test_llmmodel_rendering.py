@@ -376,7 +376,7 @@ def test_a_new_pull_beside_a_running_server_goes_to_its_node(rendered):
     job = result["objects"]["Job"]
     terms = job["spec"]["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms == [{"topologyKey": "kubernetes.io/hostname",
-                      "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "m", "app.kubernetes.io/component": "server"}}}]
+                      "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "server", "inference.ai.example.com/model-uid": "u-1"}}}]
     assert job["metadata"]["annotations"]["inference.ai.example.com/retry-pull"] == ""
 
 

@@ -13,12 +13,7 @@ PYTHON ?= python3
 
 PULLER_VENV_STAMP := $(PULLER_VENV)/.installed
 $(PULLER_VENV_STAMP): puller/requirements.lock puller/pyproject.toml
-	@rm -rf $(PULLER_VENV)
-	$(PYTHON) -m venv $(PULLER_VENV)
-	$(PULLER_VENV)/bin/pip install --quiet --disable-pip-version-check -r puller/requirements.lock pytest==9.2.0
-	$(PULLER_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e ./puller
-	$(PULLER_VENV)/bin/pip check
-	@touch $@
+	$(call component_venv,$(PULLER_VENV),puller)
 
 ##@ Model puller
 .PHONY: puller-venv puller-test bench-puller bench-pull versitygw

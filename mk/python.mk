@@ -9,6 +9,17 @@
 VENV ?= .venv
 PYTEST_FLAGS ?= -q
 
+# The venv of a component that ships in an image of its own (puller/, router/): exactly the image's
+# lock, the component itself (editable) and pytest. $(call component_venv,VENV_DIR,COMPONENT_DIR)
+define component_venv
+@rm -rf $(1)
+$(PYTHON) -m venv $(1)
+$(1)/bin/pip install --quiet --disable-pip-version-check -r $(2)/requirements.lock pytest==9.2.0
+$(1)/bin/pip install --quiet --disable-pip-version-check --no-deps -e ./$(2)
+$(1)/bin/pip check
+@touch $(1)/.installed
+endef
+
 .PHONY: unit-test unit-cluster-test
 unit-test: venv ## pytest of the role's modules and the runner event plugin (no cluster needed).
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not cluster" tests/unit tests/process runner-http-plugin/tests

@@ -8,12 +8,7 @@ PYTHON ?= python3
 
 ROUTER_VENV_STAMP := $(ROUTER_VENV)/.installed
 $(ROUTER_VENV_STAMP): router/requirements.lock router/pyproject.toml
-	@rm -rf $(ROUTER_VENV)
-	$(PYTHON) -m venv $(ROUTER_VENV)
-	$(ROUTER_VENV)/bin/pip install --quiet --disable-pip-version-check -r router/requirements.lock pytest==9.2.0
-	$(ROUTER_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e ./router
-	$(ROUTER_VENV)/bin/pip check
-	@touch $@
+	$(call component_venv,$(ROUTER_VENV),router)
 
 ##@ Router
 .PHONY: router-venv router-test router-cluster-test bench-router

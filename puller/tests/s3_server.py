@@ -180,8 +180,9 @@ def upload_file(server_url: str, bucket: str, key: str, path: Path) -> str:
 
 
 class SlowProxy:
-    """A TCP proxy on 127.0.0.1 that passes the server's answers on at about `rate` bytes a second: a
-    slow link, so that a test can kill a puller in the middle of an object. Use as a context manager."""
+    """A TCP proxy on 127.0.0.1 that passes the server's answers on at about `rate` bytes a second (0:
+    as fast as it can): a slow link, so that a test can kill a puller in the middle of an object. It
+    counts the connections and the bytes the server sent (`served`, headers included). Use as a context manager."""
 
     def __init__(self, upstream_port: int, rate: int):
         self.upstream_port = upstream_port
@@ -189,6 +190,8 @@ class SlowProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.connections = self.served = 0
 
     @property
     def url(self) -> str:
@@ -209,10 +212,12 @@ class SlowProxy:
             except OSError:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-            threading.Thread(target=self._pipe, args=(client, upstream, 0), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, self.rate), daemon=True).start()
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self._pipe, args=(client, upstream, 0, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, self.rate, True), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, target: socket.socket, rate: int) -> None:
+    def _pipe(self, source: socket.socket, target: socket.socket, rate: int, served: bool) -> None:
         chunk = 16 << 10
         try:
             while not self.stopped.is_set():
@@ -220,6 +225,9 @@ class SlowProxy:
                 if not data:
                     break
                 target.sendall(data)
+                if served:
+                    with self.lock:
+                        self.served += len(data)
                 if rate:
                     time.sleep(len(data) / rate)
         except OSError:

@@ -95,6 +95,15 @@ def run_direct(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+def run_counted(s3, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, SlowProxy]:
+    """A puller run whose every connection goes through a proxy that counts what the server sent."""
+    with SlowProxy(s3.port, rate=0) as proxy:
+        return run_direct({**env, "AWS_ENDPOINT_URL": proxy.url}), proxy
+
+
+HEADERS_SLACK = 64 << 10  # response heads, a listing, a one-byte probe: what a resume may read besides bodies
+
+
 def test_one_private_object_is_signed_and_checked_against_the_store_checksum(s3, puller, dest):
     data = payload(2 * MiB, seed=30)
 
@@ -180,12 +189,13 @@ def test_a_killed_pull_resumes_the_object_by_range(s3, dest):
     kept = partial.stat().st_size
     assert 2 * MiB <= kept < len(data)
 
-    done = run_direct(env)
+    done, proxy = run_counted(s3, env)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "weights.safetensors").read_bytes() == data
     assert f"resuming weights.safetensors at {kept / MiB:.1f} MiB" in done.stdout
-    assert f"fetched {(len(data) - kept) / MiB:.1f} MiB" in done.stdout  # only the rest crossed the wire
+    assert f"fetched {(len(data) - kept) / MiB:.1f} MiB" in done.stdout
+    assert len(data) - kept <= proxy.served < len(data) - kept + HEADERS_SLACK  # only the rest crossed the wire
 
 
 def test_a_large_object_comes_in_parallel_parts_hashed_in_order(s3, puller, dest):
@@ -233,12 +243,15 @@ def test_a_killed_parted_pull_fetches_only_the_missing_parts(s3, dest):
     kept = parts_done(dest, key)
     assert 3 <= kept < 12
 
-    done = run_direct(env)
+    done, proxy = run_counted(s3, env)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "killed.gguf").read_bytes() == data
     assert f"resuming killed.gguf: {kept} of 12 parts here ({kept:.1f} MiB)" in done.stdout
-    assert f"fetched {12 - kept:.1f} MiB" in done.stdout  # only the missing parts crossed the wire
+    assert f"fetched {12 - kept:.1f} MiB" in done.stdout
+    missing = (12 - kept) * MiB  # the parts the record does not hold, each fetched once; no byte of the others
+    assert missing <= proxy.served < missing + HEADERS_SLACK
+    assert proxy.connections <= 3  # the probe's and one per part thread: kept alive from part to part
 
 
 def test_an_object_replaced_mid_pull_is_started_again(s3, dest):

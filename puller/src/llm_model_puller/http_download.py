@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import requests
 
 from . import __version__
+from .body import chunks, hash_range, write_at
 from .config import Config
 from .errors import AuthError, ChecksumError, DiskFullError, NotFoundError, PullerError, TransientError
 from .progress import Progress, human_bytes, log
@@ -18,7 +19,6 @@ from .retry import with_retries
 from .sources import DEFAULT_HF_ENDPOINT, redact_url
 from .store import Staging, write_atomically
 
-CHUNK_SIZE = 1 << 20
 CONTENT_RANGE = re.compile(r"^bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 TRANSIENT_EXCEPTIONS = (
@@ -151,14 +151,16 @@ class Download:
             self.started = True
         else:
             self.progress.rebase(self.size, self.total)
-        with open(self.path, "ab") as f:
-            for chunk in response.iter_content(CHUNK_SIZE):
-                f.write(chunk)
-                self.hasher.update(chunk)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o666)
+        try:
+            for chunk in chunks(response):
+                self.hasher.update(chunk)  # hashlib lets other threads run while it hashes a large buffer
+                write_at(fd, chunk, self.size)
                 self.size += len(chunk)
                 self.progress.add(len(chunk))
-            f.flush()
-            os.fsync(f.fileno())
+            os.fsync(fd)  # once per file: its bytes are on disk before anything records it as finished
+        finally:
+            os.close(fd)
         if self.total is None:
             self.total = self.size
         elif self.size < self.total:
@@ -171,14 +173,11 @@ class Download:
         if self.hasher is not None:
             return
         self.hasher = hashlib.sha256()
-        with open(self.path, "rb") as f:
-            remaining = self.size
-            while remaining:
-                block = f.read(min(CHUNK_SIZE, remaining))
-                if not block:
-                    break
-                self.hasher.update(block)
-                remaining -= len(block)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            hash_range(self.hasher, fd, 0, self.size)
+        finally:
+            os.close(fd)
 
     def _restart(self, total: int | None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

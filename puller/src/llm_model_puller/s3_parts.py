@@ -16,13 +16,15 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from .errors import DiskFullError, PullerError, TransientError
-from .http_download import CHUNK_SIZE, CONTENT_RANGE, TRANSIENT_EXCEPTIONS
+from .body import chunks, hash_range, write_at
+from .http_download import CONTENT_RANGE, TRANSIENT_EXCEPTIONS
 from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .s3_errors import s3_error
 from .store import write_atomically
 
 MAX_RESTARTS = 3  # an object replaced again and again while it is read
+PART_BUFFER = 4 << 20  # per part thread and for the hashing thread: larger reads, fewer trips through Python
 
 
 class ObjectChangedError(Exception):
@@ -47,7 +49,8 @@ class SharedProgress:
 
 
 class Probe:
-    """The first part's answer: whether to go by parts, and the object's size, ETag and checksum."""
+    """A one-byte ranged GET (its errors have a body to read, unlike a HEAD's): whether to go by parts,
+    and the object's size, ETag and checksum. No byte of a part is fetched twice, here or on a resume."""
 
     def __init__(self, client, key: str, part_size: int, settings):
         self.client, self.key, self.part_size = client, key, part_size
@@ -57,7 +60,7 @@ class Probe:
         with_retries(self._attempt, settings, progress_marker=lambda: 0, what=self.what)
 
     def _attempt(self) -> None:
-        headers = {**self.client.headers(self.url), "Range": f"bytes=0-{self.part_size - 1}"}
+        headers = {**self.client.headers(self.url), "Range": "bytes=0-0"}
         try:
             with self.client.session.get(
                 self.url, headers=headers, stream=True, timeout=self.client.timeout
@@ -77,6 +80,8 @@ class Probe:
                 match = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
                 if response.status_code == 206 and match and match.group(3) != "*":
                     self.size, self.etag = int(match.group(3)), response.headers.get("ETag")
+                if response.status_code == 206:
+                    response.content  # the one byte, read so that the connection is kept (a 200 closes it)
         except TRANSIENT_EXCEPTIONS as exc:
             raise TransientError(f"{type(exc).__name__} reading {self.what}") from exc
 
@@ -242,9 +247,8 @@ class PartedDownload:
                             if response.status_code >= 300
                             else TransientError(f"HTTP {response.status_code} to a range")
                         )
-                    for chunk in response.iter_content(CHUNK_SIZE):
-                        chunk = chunk[: length - written[0]]
-                        os.pwrite(fd, chunk, start + written[0])
+                    for chunk in chunks(response, length - written[0], PART_BUFFER):
+                        write_at(fd, chunk, start + written[0])
                         written[0] += len(chunk)
                         self.progress.add(len(chunk))
                         if self.failed:
@@ -264,19 +268,17 @@ class PartedDownload:
 
     def _hash(self, hasher) -> None:
         """Hash the parts in order as they finish (reading them back from the page cache)."""
-        with open(self.path, "rb") as f:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
             for index in range(self.count):
                 with self.lock:
                     while index not in self.done and not self.failed:
                         self.lock.wait()
                     if self.failed:
                         return
-                remaining = self._length(index)
-                f.seek(index * self.part_size)
-                while remaining:
-                    block = f.read(min(CHUNK_SIZE * 4, remaining))
-                    if not block:
-                        return
-                    hasher.update(block)
-                    remaining -= len(block)
+                length = self._length(index)
+                if hash_range(hasher, fd, index * self.part_size, length, PART_BUFFER) != length:
+                    return
                 self.hashed += 1
+        finally:
+            os.close(fd)

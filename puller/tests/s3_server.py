@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import requests
 
+from llm_model_puller.checksums import hasher
 from llm_model_puller.s3_auth import Credentials, sign
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,28 +148,32 @@ class S3Server:
     def create_bucket(self, bucket: str) -> None:
         self.request("PUT", f"/{bucket}")
 
-    def put(self, bucket: str, key: str, data: bytes, *, checksum: bool = True) -> str:
-        """Upload one object; its ETag."""
-        headers = (
-            {"x-amz-checksum-sha256": base64.b64encode(hashlib.sha256(data).digest()).decode()} if checksum else {}
-        )
+    def put(self, bucket: str, key: str, data: bytes, *, checksum: str | None = "sha256") -> str:
+        """Upload one object with its x-amz-checksum-<checksum> (sha256 or crc32; None: without); its ETag."""
+        headers = checksum_header(checksum, [data]) if checksum else {}
         return self.request("PUT", f"/{bucket}/{key}", data, headers).headers["ETag"]
 
-    def put_file(self, bucket: str, key: str, path: Path) -> str:
-        return upload_file(self.url, bucket, key, path)
+    def put_file(self, bucket: str, key: str, path: Path, checksum: str = "sha256") -> str:
+        return upload_file(self.url, bucket, key, path, checksum)
 
     def delete(self, bucket: str, key: str) -> None:
         self.request("DELETE", f"/{bucket}/{key}")
 
 
-def upload_file(server_url: str, bucket: str, key: str, path: Path) -> str:
-    """Upload a file streamed from disk (UNSIGNED-PAYLOAD) as root, with its x-amz-checksum-sha256; its ETag."""
-    digest = hashlib.sha256()
+def checksum_header(algorithm: str, blocks) -> dict[str, str]:
+    """The x-amz-checksum-<algorithm> header of the bytes in blocks, as an SDK sends it with a PUT (the
+    server computes its own and refuses the upload when they differ)."""
+    digest = hasher(algorithm)
+    for block in blocks:
+        digest.update(block)
+    return {f"x-amz-checksum-{algorithm}": base64.b64encode(bytes.fromhex(digest.hexdigest())).decode()}
+
+
+def upload_file(server_url: str, bucket: str, key: str, path: Path, checksum: str = "sha256") -> str:
+    """Upload a file streamed from disk (UNSIGNED-PAYLOAD) as root, with its x-amz-checksum-<checksum>; its ETag."""
     with open(path, "rb") as f:
-        while block := f.read(8 << 20):
-            digest.update(block)
+        headers = checksum_header(checksum, iter(lambda: f.read(8 << 20), b""))
     url = server_url + quote(f"/{bucket}/{key}", safe="/~")
-    headers = {"x-amz-checksum-sha256": base64.b64encode(digest.digest()).decode()}
     signed = sign("PUT", url, ROOT_KEY, REGION, headers, payload_sha256="UNSIGNED-PAYLOAD")
     with open(path, "rb") as f:
         response = requests.put(

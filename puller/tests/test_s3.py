@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from contextlib import contextmanager
 
 import pytest
@@ -252,6 +253,80 @@ def test_a_killed_parted_pull_fetches_only_the_missing_parts(s3, dest):
     missing = (12 - kept) * MiB  # the parts the record does not hold, each fetched once; no byte of the others
     assert missing <= proxy.served < missing + HEADERS_SLACK
     assert proxy.connections <= 3  # the probe's and one per part thread: kept alive from part to part
+
+
+def crc32(data: bytes) -> str:
+    return f"{zlib.crc32(data):08x}"
+
+
+@pytest.mark.parametrize("part_mib", ["1", "32"], ids=["in-parts", "one-stream"])
+def test_a_crc32_object_is_checked_by_its_crc_alone(s3, puller, dest, part_mib):
+    """A store's full-object CRC32 (what SDKs send by default) is checked, in parts combined; no sha256
+    is computed for it, and the record holds the CRC."""
+    data = payload(5 * MiB + 3, seed=40)
+    s3.put(BUCKET, "crc/model.gguf", data, checksum="crc32")
+
+    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/crc/model.gguf", "PULLER_S3_PART_MIB": part_mib})
+
+    assert run.returncode == 0, run.output
+    assert (dest / "model.gguf").read_bytes() == data
+    assert f"crc32 {crc32(data)} verified" in run.stdout
+    recorded = manifest(dest)
+    assert recorded["crc32"] == recorded["objects"][0]["crc32"] == crc32(data)
+    assert "sha256" not in recorded and "sha256" not in recorded["objects"][0]
+
+
+def test_a_crc32_object_and_model_sha256_are_both_checked(s3, puller, dest):
+    data = payload(5 * MiB, seed=41)
+    s3.put(BUCKET, "crc/both.gguf", data, checksum="crc32")
+    env = {**s3.env(), "MODEL_URL": f"s3://{BUCKET}/crc/both.gguf", "PULLER_S3_PART_MIB": "1"}
+
+    run = puller({**env, "MODEL_SHA256": sha256(data)})
+
+    assert run.returncode == 0, run.output
+    assert manifest(dest)["objects"][0] == {
+        "key": "crc/both.gguf",
+        "etag": manifest(dest)["objects"][0]["etag"],
+        "crc32": crc32(data),
+        "sha256": sha256(data),
+    }
+    wrong = puller({**env, "MODEL_SHA256": "0" * 64})
+    assert wrong.returncode == EXIT_CHECKSUM, wrong.output
+    assert f"has sha256 {sha256(data)}, expected {'0' * 64}" in wrong.termination
+
+
+@pytest.mark.parametrize("part_mib", ["1", "32"], ids=["in-parts", "one-stream"])
+def test_a_crc32_object_that_rotted_fails_its_check(s3, puller, dest, part_mib):
+    data = payload(4 * MiB, seed=42)
+    s3.put(BUCKET, f"crc/rotten-{part_mib}.gguf", data, checksum="crc32")
+    (s3.data_dir / BUCKET / "crc" / f"rotten-{part_mib}.gguf").write_bytes(data[:-1] + b"!")
+
+    run = puller({**s3.env(), "MODEL_URL": f"s3://{BUCKET}/crc/rotten-{part_mib}.gguf", "PULLER_S3_PART_MIB": part_mib})
+
+    assert run.returncode == EXIT_CHECKSUM, run.output
+    assert f"has crc32 {crc32(data[:-1] + b'!')} but the store's x-amz-checksum-crc32 says {crc32(data)}" in (
+        run.termination
+    )
+    assert not (dest / STAGING / "files" / f"rotten-{part_mib}.gguf").exists()
+
+
+def test_a_killed_crc32_pull_combines_the_recorded_parts_crcs(s3, dest):
+    """The finished parts' CRCs are in the resume record: the next run reads back no byte of them."""
+    data = payload(12 * MiB, seed=43)
+    key = "crc/killed.gguf"
+    s3.put(BUCKET, key, data, checksum="crc32")
+    env = direct_env(s3, dest, f"s3://{BUCKET}/{key}", PULLER_S3_PART_MIB="1", PULLER_S3_MAX_WORKERS="2")
+    with slow_pull(s3, env, lambda: parts_done(dest, key) >= 3) as pull:
+        pull.send_signal(signal.SIGKILL)
+        pull.communicate(timeout=10)
+    kept = parts_done(dest, key)
+
+    done, proxy = run_counted(s3, env)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (dest / "killed.gguf").read_bytes() == data
+    assert f"crc32 {crc32(data)} verified" in done.stdout
+    assert proxy.served < (12 - kept) * MiB + HEADERS_SLACK
 
 
 def test_an_object_replaced_mid_pull_is_started_again(s3, dest):

@@ -11,7 +11,7 @@ from .config import Config, config_from_env, secrets_from_env
 from .errors import DiskFullError, ExitCode, PullerError, UsageError, find_disk_full
 from .http_download import pull_url
 from .progress import Progress, human_bytes, log, redact, setup_logging
-from .record import success_record
+from .record import pinned, success_record
 from .sources import redact_url
 from .status_report import start_reporter
 from .store import Staging, exclusive, missing_or_wrong, prune_revisions, read_manifest
@@ -126,8 +126,7 @@ def pull_locked(cfg: Config, shown: str) -> int:
         if reporter is not None:
             reporter.stop()
     manifest = staging.publish(names, cfg.source, details)
-    pinned = f"commit {details['commit']}" if details.get("commit") else f"sha256 {details['sha256']}"
-    log.info("done: %s, %s, %s; %s", shown, pinned, count(manifest["files"], "file"), progress.summary())
+    log.info("done: %s, %s, %s; %s", shown, pinned(details), count(manifest["files"], "file"), progress.summary())
     return ExitCode.OK
 
 
@@ -145,9 +144,10 @@ def already_complete(cfg: Config, shown: str) -> bool:
         some = ", ".join(damaged[:3])
         log.warning("%s: %s missing or changed (%s); downloading again", dest, count(damaged, "file"), some)
         return False
-    pinned = f"commit {manifest['commit']}" if manifest.get("commit") else f"sha256 {manifest.get('sha256')}"
     files, size = count(manifest["files"], "file"), human_bytes(manifest.get("total_bytes", 0))
-    log.info("%s is already complete in %s (%s, %s, %s); nothing to download", shown, dest, pinned, files, size)
+    log.info(
+        "%s is already complete in %s (%s, %s, %s); nothing to download", shown, dest, pinned(manifest), files, size
+    )
     return True
 
 

@@ -26,10 +26,21 @@ def gguf_model(paths: list[str]) -> str | None:
     return None
 
 
+# What pins what a volume holds, the strongest first: a Hub commit, a file's sha256, or (an s3://
+# object checked by the store's CRC32 alone, no sha256 computed) its CRC32.
+PINS = ("commit", "sha256", "crc32")
+
+
+def pinned(manifest: dict) -> str:
+    """'commit <id>', 'sha256 <hex>' or 'crc32 <hex>': the first of PINS the manifest has."""
+    key = next((key for key in PINS if manifest.get(key)), "sha256")
+    return f"{key} {manifest.get(key)}"
+
+
 def success_record(manifest: dict, source: str) -> dict:
-    """source, commit or sha256, size (bytes of every file) and, when there is one, the GGUF model file."""
+    """source, commit, sha256 or crc32, size (bytes of every file) and, when there is one, the GGUF model file."""
     record = {"source": source, "size": int(manifest.get("total_bytes") or sum(f["size"] for f in manifest["files"]))}
-    for key in ("commit", "sha256"):
+    for key in PINS:
         if manifest.get(key):
             record[key] = manifest[key]
     gguf = gguf_model([f["path"] for f in manifest["files"]])

@@ -4,11 +4,12 @@ Each object is an http_download.Download whose every attempt is signed afresh, s
 and resumes by Range (within the run and after a killed pod) exactly as a URL does. A prefix is listed
 with ListObjectsV2 and its objects are fetched a bounded number at a time (PULLER_S3_MAX_WORKERS). An
 object finished by an earlier, interrupted run of the same source is kept without a request when its
-ETag is still the listing's. Each object is checked against the store's full-object
-x-amz-checksum-sha256 when the store gives one, a single object also against MODEL_SHA256.
+ETag is still the listing's. Each object is checked against the store's full-object checksum when
+the store gives one it can check (x-amz-checksum-crc32 or -sha256, checksums.py), a single object
+also against MODEL_SHA256. The sha256 of an object is computed when something asks for it (the store's
+checksum, MODEL_SHA256) or when there is nothing else to record; a CRC32 alone is cheaper to check.
 """
 
-import base64
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ import requests
 from . import __version__
 from .config import Config
 from .errors import ChecksumError, NotFoundError, TransientError, UsageError
+from .checksums import ALGORITHMS, Digests, StoreChecksum, algorithms, store_checksum
 from .http_download import TRANSIENT_EXCEPTIONS, Download
 from .progress import Progress, human_bytes, log
 from .retry import with_retries
@@ -148,14 +150,17 @@ def unreachable(location: S3Location, exc: Exception) -> str:
 class S3ObjectDownload(Download):
     """A Download whose every attempt is signed afresh and whose errors are read as S3 errors."""
 
-    def __init__(self, client: S3Client, key: str, path: Path, state_file: Path, progress, timeout: float):
+    def __init__(
+        self, client: S3Client, key: str, path: Path, state_file: Path, progress, timeout: float, wants_sha256: bool
+    ):
         url = client.location.object_url(key)
+        self.checksum_file = state_file.with_suffix(".checksum")
+        self.checksum = self._read_checksum() if path.exists() and path.stat().st_size else None
+        self.wants_sha256 = wants_sha256  # MODEL_SHA256 is to be checked
         super().__init__(url, path, state_file, headers={}, auth_hint="", timeout=timeout, progress=progress)
         self.client = client
         self.what = f"s3://{client.location.bucket}/{key}"
         self.shown_url = self.what
-        self.checksum_file = state_file.with_suffix(".checksum")
-        self.checksum = self._read_checksum()
 
     def attempt(self) -> None:
         self.headers = self.client.headers(self.url, {"x-amz-checksum-mode": "ENABLED"})
@@ -167,22 +172,20 @@ class S3ObjectDownload(Download):
             raise s3_error(
                 response.status_code, response.headers, response.content, self.what, location.region, signed=signed
             )
-        receiving = super()._accept(response)
-        if response.status_code == 200:
-            self._note_checksum(response.headers)
-        return receiving
+        if response.status_code == 200:  # before the hasher is chosen (Download._restart)
+            self.checksum = store_checksum(response.headers)
+            saved = {"algorithm": self.checksum.algorithm, "hex": self.checksum.hex} if self.checksum else {}
+            write_atomically(self.checksum_file, json.dumps(saved))
+        return super()._accept(response)
 
-    def _note_checksum(self, headers) -> None:
-        """The store's sha256 of the whole object (a multipart object's composite one is no file hash)."""
-        value = headers.get("x-amz-checksum-sha256")
-        composite = headers.get("x-amz-checksum-type", "FULL_OBJECT").upper() != "FULL_OBJECT" or "-" in (value or "")
-        self.checksum = None if not value or composite else value
-        write_atomically(self.checksum_file, json.dumps({"sha256": self.checksum}))
+    def _new_hasher(self) -> Digests:
+        return Digests(algorithms(self.checksum, self.wants_sha256))
 
-    def _read_checksum(self) -> str | None:
+    def _read_checksum(self) -> StoreChecksum | None:
         try:
-            return json.loads(self.checksum_file.read_text()).get("sha256") if self.size else None
-        except (OSError, ValueError, AttributeError):
+            saved = json.loads(self.checksum_file.read_text())
+            return StoreChecksum(saved["algorithm"], saved["hex"]) if saved.get("algorithm") in ALGORITHMS else None
+        except (OSError, ValueError, AttributeError, KeyError):
             return None
 
     def _describe(self, exc: Exception) -> str:
@@ -190,30 +193,42 @@ class S3ObjectDownload(Download):
             return unreachable(self.client.location, exc)
         return super()._describe(exc)
 
-    def verify(self, expected_sha256: str | None) -> str:
-        """The file's sha256 after checking it against the store's checksum and expected_sha256."""
-        digest = self.hasher.hexdigest()
-        problem = mismatch(self.what, digest, self.checksum, expected_sha256)
+    def verify(self, expected_sha256: str | None) -> dict[str, str]:
+        """The file's digests after checking them against the store's checksum and expected_sha256."""
+        digests = self.hasher.digests()
+        problem = mismatch(self.what, digests, self.checksum, expected_sha256)
         if problem:
             self.discard()
             raise ChecksumError(problem)
-        return digest
+        return digests
 
     def discard(self) -> None:
         super().discard()
         self.checksum_file.unlink(missing_ok=True)
 
 
-def mismatch(what: str, digest: str, store_checksum: str | None, expected_sha256: str | None) -> str | None:
-    """Why a file with this sha256 is not the object: the store's x-amz-checksum-sha256 (base64) or
-    MODEL_SHA256 says otherwise. None when it matches what is known."""
-    if store_checksum:
-        stored = base64.b64decode(store_checksum).hex()
-        if stored != digest:
-            return f"{what} has sha256 {digest} but the store's x-amz-checksum-sha256 says {stored}"
-    if expected_sha256 and digest != expected_sha256:
-        return f"{what} has sha256 {digest}, expected {expected_sha256}"
+def mismatch(
+    what: str, digests: dict[str, str], checksum: StoreChecksum | None, expected_sha256: str | None
+) -> str | None:
+    """Why a file with these digests is not the object: the store's checksum or MODEL_SHA256 says
+    otherwise. None when it matches what is known."""
+    if checksum and digests.get(checksum.algorithm) != checksum.hex:
+        found = digests.get(checksum.algorithm)
+        return f"{what} has {checksum.algorithm} {found} but the store's {checksum.header} says {checksum.hex}"
+    if expected_sha256 and digests.get("sha256") != expected_sha256:
+        return f"{what} has sha256 {digests.get('sha256')}, expected {expected_sha256}"
     return None
+
+
+def described(digests: dict[str, str]) -> str:
+    """'sha256 <hex>', or 'crc32 <hex>' when no sha256 was computed: how a file's digest is logged."""
+    algorithm = "sha256" if "sha256" in digests else "crc32"
+    return f"{algorithm} {digests[algorithm]}"
+
+
+def listed(record: dict) -> str:
+    """An object's line in the prefix's list: its sha256 as sha256sum writes it, else crc32:<hex>."""
+    return record["sha256"] if "sha256" in record else f"crc32:{record['crc32']}"
 
 
 def state_paths(staging: Staging, key: str) -> tuple[Path, Path]:
@@ -235,20 +250,22 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
         state_file, _ = state_paths(staging, key)
         probe = Probe(client, key, cfg.settings.s3_part_mib * MiB, cfg.settings)
         if probe.by_parts:
-            parted = PartedDownload(client, probe, path, state_file.with_suffix(".parts"), progress, cfg.settings)
-            digest, checksum, etag = parted.run(), probe.checksum(), probe.etag
-            problem = mismatch(probe.what, digest, checksum, cfg.sha256)
+            parts = state_file.with_suffix(".parts")
+            parted = PartedDownload(client, probe, path, parts, progress, cfg.settings, bool(cfg.sha256))
+            digests = parted.run()
+            checksum, etag = parted.checksum, parted.probe.etag
+            problem = mismatch(probe.what, digests, checksum, cfg.sha256)
             if problem:
                 path.unlink(missing_ok=True)
                 state_file.with_suffix(".parts").unlink(missing_ok=True)
                 raise ChecksumError(problem)
         else:
-            download = S3ObjectDownload(client, key, path, state_file, progress, timeout)
+            download = S3ObjectDownload(client, key, path, state_file, progress, timeout, bool(cfg.sha256))
             with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
-            digest, checksum, etag = download.verify(cfg.sha256), download.checksum, download.validator
+            digests, checksum, etag = download.verify(cfg.sha256), download.checksum, download.validator
         verified = "verified" if cfg.sha256 or checksum else "(no MODEL_SHA256 or store checksum to compare with)"
-        log.info("sha256 %s %s", digest, verified)
-        details = {"kind": "s3", "sha256": digest, "objects": [{"key": key, "etag": etag, "sha256": digest}]}
+        log.info("%s %s", described(digests), verified)
+        details = {"kind": "s3", **digests, "objects": [{"key": key, "etag": etag, **digests}]}
         if cfg.fetch_url != cfg.url:
             details["fetched_from"] = redact_url(cfg.fetch_url)
         return [cfg.file_name], details
@@ -259,7 +276,7 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
             f"no object under {location.uri}: check the prefix (keys are case-sensitive) and the bucket"
         )
     records = pull_objects(client, objects, staging, progress, cfg)
-    listing = "".join(f"{r['sha256']}  {r['path']}\n" for r in sorted(records, key=lambda r: r["path"]))
+    listing = "".join(f"{listed(r)}  {r['path']}\n" for r in sorted(records, key=lambda r: r["path"]))
     details = {
         "kind": "s3-prefix",
         "sha256": hashlib.sha256(listing.encode()).hexdigest(),  # of the sha256sum-style list of every object
@@ -322,15 +339,15 @@ def pull_object(client: S3Client, obj: S3Object, staging: Staging, progress: Sha
     state_file, done_file = state_paths(staging, obj.key)
     path = staging.files / obj.path
     path.parent.mkdir(parents=True, exist_ok=True)
-    download = S3ObjectDownload(client, obj.key, path, state_file, progress, cfg.settings.timeout_seconds)
+    download = S3ObjectDownload(client, obj.key, path, state_file, progress, cfg.settings.timeout_seconds, False)
     with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
-    digest = download.verify(None)
+    digests = download.verify(None)
     record = {
         "key": obj.key,
         "path": obj.path,
         "size": download.size,
         "etag": download.validator or obj.etag,
-        "sha256": digest,
+        **digests,
     }
     write_atomically(done_file, json.dumps(record))
     return record

@@ -15,8 +15,9 @@ import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from .errors import DiskFullError, PullerError, TransientError
 from .body import chunks, hash_range, write_at
+from .checksums import Crc32, Crc32Shift, StoreChecksum, algorithms, store_checksum
+from .errors import DiskFullError, PullerError, TransientError
 from .http_download import CONTENT_RANGE, TRANSIENT_EXCEPTIONS
 from .progress import Progress, human_bytes, log
 from .retry import with_retries
@@ -90,29 +91,35 @@ class Probe:
         """Parts pay off from three of them on, and need a size and an ETag to hold them together."""
         return self.size is not None and self.etag is not None and self.size > 2 * self.part_size
 
-    def checksum(self) -> str | None:
-        """The store's full-object sha256 (a ranged GET carries none): a HEAD, asked only after the GET
+    def checksum(self) -> StoreChecksum | None:
+        """The store's full-object checksum (a ranged GET carries none): a HEAD, asked only after the GET
         succeeded, so its bodiless errors need no reading. None when there is none or no answer."""
-        headers = self.client.headers(self.url, {"x-amz-checksum-mode": "ENABLED"}, method="HEAD")
+        extra = {"x-amz-checksum-mode": "ENABLED", "If-Match": self.etag}  # the probed version's, or 412
+        headers = self.client.headers(self.url, extra, method="HEAD")
         try:
             response = self.client.session.head(self.url, headers=headers, timeout=self.client.timeout)
         except TRANSIENT_EXCEPTIONS as exc:
             log.warning("%s: no checksum to compare with (HEAD: %s)", self.what, type(exc).__name__)
             return None
+        if response.status_code == 412:
+            raise ObjectChangedError()
         if response.status_code != 200:
             log.warning("%s: no checksum to compare with (HEAD: HTTP %d)", self.what, response.status_code)
             return None
-        value = response.headers.get("x-amz-checksum-sha256")
-        composite = response.headers.get("x-amz-checksum-type", "FULL_OBJECT").upper() != "FULL_OBJECT"
-        return None if not value or composite or "-" in value else value
+        return store_checksum(response.headers)
 
 
 class PartedDownload:
-    """The parts of one object into path; sha256 when done (run)."""
+    """The parts of one object into path; run() gives the digests asked for: the sha256 (computed in
+    order by one thread reading the parts back) and the CRC32 (each part's in its own thread, combined)."""
 
-    def __init__(self, client, probe: Probe, path: Path, state_file: Path, progress, settings):
+    def __init__(self, client, probe: Probe, path: Path, state_file: Path, progress, settings, wants_sha256: bool):
         self.client, self.probe, self.path, self.state_file = client, probe, path, state_file
         self.progress, self.settings = progress, settings  # the pull's Progress: this object's bytes alone
+        self.wants_sha256 = wants_sha256  # MODEL_SHA256 is to be checked
+        self.checksum: StoreChecksum | None = None  # the store's, of the version fetched
+        self.algorithms: frozenset[str] = frozenset()  # of checksums.ALGORITHMS
+        self.crcs: dict[int, int] = {}  # each finished part's CRC32 (with "crc32")
         self.counter = SharedProgress(progress)  # what the part threads add to
         self.began = False
         self.part_size = probe.part_size
@@ -122,7 +129,7 @@ class PartedDownload:
         self.failed = False
         self.hashed = 0  # parts the hashing thread has read
 
-    def run(self) -> str:
+    def run(self) -> dict[str, str]:
         for _ in range(MAX_RESTARTS):
             try:
                 return self._run_once()
@@ -132,9 +139,12 @@ class PartedDownload:
                 self.probe = Probe(self.client, self.probe.key, self.part_size, self.settings)
         raise PullerError(f"{self.probe.what} changed {MAX_RESTARTS} times while it was read")
 
-    def _run_once(self) -> str:
+    def _run_once(self) -> dict[str, str]:
+        self.checksum = self.probe.checksum()
+        self.algorithms = frozenset(algorithms(self.checksum, self.wants_sha256))
         size = self.probe.size
         self.done = self._resumable_parts()
+        self.crcs = {i: c for i, c in self.crcs.items() if i in self.done}
         have = sum(self._length(i) for i in self.done)
         if not self.done:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,9 +173,12 @@ class PartedDownload:
         self.failed, self.hashed = False, 0
         hasher = hashlib.sha256()
         hashing = threading.Thread(target=self._hash, args=(hasher,), name="s3-hash", daemon=True)
-        fd = os.open(self.path, os.O_WRONLY)
+        fd = os.open(self.path, os.O_RDWR)
         try:
-            hashing.start()
+            if "sha256" in self.algorithms:
+                hashing.start()
+            if "crc32" in self.algorithms:
+                self._crc_of_old_parts(fd)
             with ThreadPoolExecutor(max_workers=self.settings.s3_max_workers, thread_name_prefix="s3-part") as pool:
                 futures = [pool.submit(self._part, fd, i) for i in range(self.count) if i not in self.done]
                 finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
@@ -182,10 +195,26 @@ class PartedDownload:
             raise
         finally:
             os.close(fd)
-            hashing.join()
-        if self.hashed != self.count:
-            raise PullerError(f"{self.path.name}: the sha256 covers {self.hashed} of {self.count} parts")
-        return hasher.hexdigest()
+            if hashing.is_alive():
+                hashing.join()
+        digests = {}
+        if "sha256" in self.algorithms:
+            if self.hashed != self.count:
+                raise PullerError(f"{self.path.name}: the sha256 covers {self.hashed} of {self.count} parts")
+            digests["sha256"] = hasher.hexdigest()
+        if "crc32" in self.algorithms:
+            shift, crc, last = Crc32Shift(self.part_size), 0, self.count - 1
+            for index in range(last):
+                crc = shift.combine(crc, self.crcs[index])
+            digests["crc32"] = f"{Crc32Shift(self._length(last)).combine(crc, self.crcs[last]):08x}"
+        return digests
+
+    def _crc_of_old_parts(self, fd: int) -> None:
+        """The CRC32 of parts an earlier run finished without recording one: read back from the file."""
+        for index in sorted(self.done - self.crcs.keys()):
+            crc = Crc32()
+            hash_range(crc, fd, index * self.part_size, self._length(index), PART_BUFFER)
+            self.crcs[index] = crc.value
 
     def _length(self, index: int) -> int:
         return min(self.part_size, self.probe.size - index * self.part_size)
@@ -199,7 +228,9 @@ class PartedDownload:
                 self.part_size,
             )
             if same and self.path.exists() and self.path.stat().st_size == self.probe.size:
-                return {int(i) for i in state["done"] if 0 <= int(i) < self.count}
+                done = {int(i) for i in state["done"] if 0 <= int(i) < self.count}
+                self.crcs = {int(i): int(c) for i, c in state.get("crc32", {}).items() if int(i) in done}
+                return done
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return set()
@@ -210,12 +241,13 @@ class PartedDownload:
             "size": self.probe.size,
             "part_size": self.part_size,
             "done": sorted(self.done),
+            "crc32": {str(i): c for i, c in sorted(self.crcs.items())},
         }
         write_atomically(self.state_file, json.dumps(state))
 
     def _part(self, fd: int, index: int) -> None:
         start, length = index * self.part_size, self._length(index)
-        written = [0]
+        written, crc = [0], Crc32()
 
         def attempt() -> None:
             if self.failed:
@@ -248,6 +280,8 @@ class PartedDownload:
                             else TransientError(f"HTTP {response.status_code} to a range")
                         )
                     for chunk in chunks(response, length - written[0], PART_BUFFER):
+                        if "crc32" in self.algorithms:
+                            crc.update(chunk)
                         write_at(fd, chunk, start + written[0])
                         written[0] += len(chunk)
                         self.progress.add(len(chunk))
@@ -262,6 +296,7 @@ class PartedDownload:
         if self.failed:
             return
         with self.lock:
+            self.crcs[index] = crc.value
             self.done.add(index)
             self._save()
             self.lock.notify_all()

@@ -220,6 +220,8 @@ def main() -> None:
                     "bytes": size,
                     "runs": len(runs),
                     "seconds": round(median["seconds"], 2),
+                    "seconds_each": [round(r["seconds"], 2) for r in runs],
+                    "synced_seconds_each": sorted(round(r["synced_seconds"], 2) for r in runs),
                     "mib_per_second": round(size / MiB / median["seconds"], 1),
                     "synced_seconds": round(synced, 2),
                     "synced_mib_per_second": round(size / MiB / synced, 1),
@@ -230,7 +232,8 @@ def main() -> None:
                 }
                 results.append(result)
                 print(
-                    f"{label:>12} {name:>6}: {size / MiB:.0f} MiB in {result['seconds']:.2f}s = "
+                    f"{label:>12} {name:>6}: {size / MiB:.0f} MiB in {result['seconds']:.2f}s "
+                    f"(runs {result['seconds_each'][0]:.2f}-{result['seconds_each'][-1]:.2f}s) = "
                     f"{result['mib_per_second']} MiB/s (on disk: {result['synced_mib_per_second']} MiB/s), "
                     f"{result['cpu_seconds_per_gib']} CPU-s/GiB, "
                     f"peak RSS {result['peak_rss_mib']} MiB (load {result['load_average']})",

@@ -34,5 +34,5 @@ $(BENCH_PULL_VENV)/.installed: puller/requirements.lock mk/puller.mk
 	$(BENCH_PULL_VENV)/bin/pip install --quiet --disable-pip-version-check -r puller/requirements.lock $(BENCH_PULL_PACKAGES)
 	@touch $@
 
-bench-pull: puller-venv versitygw $(BENCH_PULL_VENV)/.installed ## The puller, s5cmd and boto3 side by side on a local S3 server (BENCH_PULL_ARGS="--large-gib 4 --object-mib 40").
+bench-pull: puller-venv versitygw $(BENCH_PULL_VENV)/.installed ## The puller, s5cmd and boto3 side by side on a local S3 server: 4 GiB, 100 x 40 MiB (BENCH_PULL_ARGS="--runs 3 --checksum sha256").
 	$(BENCH_PULL_VENV)/bin/python bench/pull_s3.py --json bench/out/pull_s3.json $(BENCH_PULL_ARGS)

@@ -103,7 +103,7 @@ def test_custom_is_the_spec_as_given(rendered):
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     assert "affinity" not in deployment["spec"]["template"]["spec"]
     assert CHILDREN_ANNOTATION not in deployment["metadata"]["annotations"]
-    assert set(result["objects"]) == {"PersistentVolumeClaim", "Deployment", "Service"}
+    assert set(result["objects"]) == {"PersistentVolumeClaim", "Deployment", "Service", "InferencePool"}
     assert result["state"]["status"]["server"]["runtime"] == "custom"
 
 
@@ -300,16 +300,18 @@ def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):
 
 def test_the_objects_applied_are_the_roles_decision_in_its_order(rendered):
     # templates/children.yaml.j2, which apply.yml runs: the volume first, then what the state needs.
-    assert rendered["custom"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment"]
-    assert rendered["rwx"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodDisruptionBudget", "PodMonitor"]
+    assert rendered["custom"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "InferencePool"]
+    assert rendered["rwx"]["order"] == [
+        "PersistentVolumeClaim", "Service", "Deployment", "PodDisruptionBudget", "PodMonitor", "InferencePool"]
     assert rendered["autoscaling new"]["order"] == [
-        "PersistentVolumeClaim", "Service", "Deployment", "HorizontalPodAutoscaler", "PodMonitor"]
+        "PersistentVolumeClaim", "Service", "Deployment", "HorizontalPodAutoscaler", "PodMonitor", "InferencePool"]
     # A pull starts (no Job, weights missing): its identity for progress reports before the Job.
     assert rendered["gpu pool"]["order"] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "Job"]
     # A pull in flight: nothing more to apply than the volume.
     assert rendered["weights not ready"]["order"] == ["PersistentVolumeClaim"]
     # Scaling objects no longer wanted are not applied (apply.yml removes them).
-    assert rendered["autoscaling removed"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodMonitor"]
+    assert rendered["autoscaling removed"]["order"] == [
+        "PersistentVolumeClaim", "Service", "Deployment", "PodMonitor", "InferencePool"]
 
 
 def test_nothing_about_the_server_while_the_weights_are_missing(rendered):

@@ -46,8 +46,9 @@ options:
     description:
       - Kinds, each with C(apiVersion) and C(kind), that are optional in a cluster. A definition or an
         O(absent) object of such a kind is skipped when the API server does not serve the kind (its
-        discovery, made once per run for a kind outside the built-in table, says so), and reported
-        with the action C(not served); any other kind the server does not serve fails the task.
+        discovery, made once per run for a kind outside the built-in table, or remembered from an
+        earlier run where C(LLMMODEL_DISCOVERY_CACHE) is set, says so), and reported with the action
+        C(not served); any other kind the server does not serve fails the task.
       - For a kind another operator brings, such as the Prometheus Operator's PodMonitor.
     type: list
     elements: dict
@@ -119,6 +120,7 @@ diff:
 """
 
 from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, namespace_terminating, reported_api_errors
+from ansible.module_utils.llmmodel_discovery import forget
 from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, ForbiddenError, NotFoundError, ResourceNotFoundError
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
@@ -163,8 +165,9 @@ class Applier:
 
     def resource(self, api_version, kind):
         """The resource of a kind, or None for an optional kind the API server does not serve."""
+        optional = (api_version, kind) in self.optional
         try:
-            return self.kube.resources.get(api_version=api_version, kind=kind)
+            return self.kube.resources.get(api_version=api_version, kind=kind, remembered=optional)
         except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
             if (api_version, kind) in self.optional:
                 return None
@@ -227,6 +230,9 @@ class Applier:
             self.patch(resource, body, name, namespace)
         except NotFoundError:
             if action != "patch":
+                if (api_version, kind) in self.optional:  # remembered as served; its CRD has gone since
+                    forget(self.kube.base_url, api_version)
+                    return "not served", None
                 raise
             action, body = "create", with_record(manifest)
             self.create(resource, kind, body, namespace)

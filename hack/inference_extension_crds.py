@@ -16,8 +16,8 @@ from go_modules import command, copy_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODULE = "sigs.k8s.io/gateway-api-inference-extension"
-# The newest v1 release the proxy serves here (docs/design.md, "Gateway API"). v1.0.x's CRD requires
-# spec.endpointPickerRef, which the operator does not set; later v1 releases make it optional.
+# The newest v1 release the proxy serves here (docs/design.md, "Gateway API"). The CRDs of v1.0 to
+# v1.5 require spec.endpointPickerRef, which the operator does not set; v1.6 made it optional.
 VERSION = "v1.6.2"
 CRD_DIR = "config/crd/bases"
 FILES = ["inference.networking.k8s.io_inferencepools.yaml"]

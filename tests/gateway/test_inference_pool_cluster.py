@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from inference_extension_crds import FILES, fetch
-from test_monitoring_cluster import GROUP, PLURAL, REPO, VERSION, Models, kubectl, make
+from test_monitoring_cluster import GROUP, PLURAL, REPO, VERSION, Models, kubectl, running_operator, served, unserved
 from testbed_helpers import Kube, fresh_namespace, wait_until
 
 pytestmark = pytest.mark.cluster
@@ -34,16 +34,9 @@ OPERATOR_LOG = REPO / ".cluster" / "operator-gateway.log"
 TTL = 3
 
 
-def served():
-    return kubectl("get", "--raw", f"/apis/{POOL_GROUP}/{POOL_VERSION}", check=False).returncode == 0
-
-
 @pytest.fixture(scope="module")
 def api(api_client):
-    if served():
-        pytest.fail(f"the cluster already serves {POOL_GROUP}/{POOL_VERSION}: these tests start without it "
-                    f"(kubectl delete crd {CRD})", pytrace=False)
-    return api_client
+    return unserved(api_client, f"{POOL_GROUP}/{POOL_VERSION}", [CRD])
 
 
 @pytest.fixture(scope="module")
@@ -60,20 +53,8 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def operator(api, namespace, cache):
     """The real operator, remembering discovery answers as its Deployment does (a short TTL here)."""
-    kubectl("apply", "--server-side", "-f", str(REPO / "config" / "crd" / "bases"))
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}")
-    make("operator-stop")
-    make("operator-start", f"OPERATOR_LOG={OPERATOR_LOG}",
-         env={"WATCH_NAMESPACE": namespace, "LLMMODEL_DISCOVERY_CACHE": str(cache), "LLMMODEL_DISCOVERY_TTL": str(TTL)})
-    yield
-    custom = client.CustomObjectsApi(api)
-    try:
-        custom.delete_collection_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
-        wait_until("the test's models to be finalized",
-                   lambda: not custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"], 180, interval=1)
-    finally:
-        make("operator-stop")
-        kubectl("delete", "crd", "--ignore-not-found", CRD, check=False)
+    yield from running_operator(api, namespace, OPERATOR_LOG, [CRD],
+                                env={"LLMMODEL_DISCOVERY_CACHE": str(cache), "LLMMODEL_DISCOVERY_TTL": str(TTL)})
 
 
 class Pools(Models):
@@ -107,7 +88,7 @@ def test_without_the_crd_a_model_serves_and_the_answer_is_remembered(models, cac
     assert conditions["Successful"]["status"] == "True" and conditions["Failure"]["status"] == "False", status
     remembered = [json.loads(path.read_text()) for path in cache.glob("*.json")]
     assert [] in remembered, f"no remembered 'not served' answer in {cache}: {remembered}"
-    assert not served()
+    assert not served(f"{POOL_GROUP}/{POOL_VERSION}")
 
 
 def test_with_the_crd_the_next_reconcile_makes_the_pool(models, namespace, cache):

@@ -1,15 +1,17 @@
 """Weights from a private object store on the real node: versitygw (conftest.object_store) checks every
 request's AWS Signature V4, the key pair reaches the pull pod from the model's credentialsSecret by
 reference only, and SmolLM2 pulled from a private bucket's folder answers. The failures a user meets
-(a wrong secret, an unknown key, a key without access, no bucket, no object, an empty folder) each end
-the pull once with what to fix, and no key shows in anything a viewer reads or in the operator's log."""
+(a wrong secret, an unknown key, a key without access, no bucket, no object, an empty folder, a wrong
+region; a missing Secret or one without the key pair) each end the pull once with what to fix, a fixed
+Secret is taken by retry-pull (or by the waiting pod itself), and no key shows in anything a viewer
+reads or in the operator's log."""
 
 from __future__ import annotations
 
-import pytest
 from kubernetes.client.rest import ApiException
 
-from e2e_helpers import MANAGER, MODEL_FILE, MODEL_FOLDER, OPERATOR_NAMESPACE, PRIVATE_BUCKET, kubectl, llmmodel, wait_until
+from e2e_helpers import (GROUP, MANAGER, MODEL_FILE, MODEL_FOLDER, OPERATOR_NAMESPACE, PLURAL, PRIVATE_BUCKET, VERSION, kubectl, llmmodel,
+                         wait_until)
 from llm_model_puller.s3_auth import Credentials
 from s3_server import READER_KEY, ROOT_KEY
 from test_e2e_lifecycle import Models, answer_of, namespace  # noqa: F401  (namespace: the module's fixture)
@@ -18,6 +20,7 @@ FOLDER_URL = f"s3://{PRIVATE_BUCKET}/{MODEL_FOLDER}/"
 UNKNOWN = Credentials("AKIAUNKNOWNKEY000001", "unknown/Secret+Key/ForTheS3Gateway000001")
 WRONG = Credentials(ROOT_KEY.access_key, "wrong/Secret+Key/ForTheS3Gateway00000001")
 KEYS = (ROOT_KEY, READER_KEY, UNKNOWN, WRONG)
+RETRY_ANNOTATION = "inference.ai.example.com/retry-pull"
 # case: (key pair in the Secret, source URL, words of the pull's one-line failure)
 FAILURES = {
     "wrong-secret": (WRONG, FOLDER_URL, "(SignatureDoesNotMatch): AWS_SECRET_ACCESS_KEY is not the secret of AWS_ACCESS_KEY_ID"),
@@ -26,12 +29,23 @@ FAILURES = {
     "no-bucket": (ROOT_KEY, "s3://no-such-bucket/m.gguf", "(NoSuchBucket)"),
     "no-key": (ROOT_KEY, f"s3://{PRIVATE_BUCKET}/{MODEL_FOLDER}/missing.gguf", "(NoSuchKey)"),
     "empty-prefix": (ROOT_KEY, f"s3://{PRIVATE_BUCKET}/empty/", f"no object under s3://{PRIVATE_BUCKET}/empty/"),
+    "wrong-region": (ROOT_KEY, FOLDER_URL, "is not in region eu-west-1 (AuthorizationHeaderMalformed; the store says us-east-1): "
+                     "set AWS_REGION"),
 }
+SECRET_EXTRA = {"wrong-region": {"AWS_REGION": "eu-west-1"}}
 
 
-def secret(name, store, key):
+def secret(name, store, key, **extra):
     """The Secret a user writes for the store: the AWS SDKs' variables (store.env())."""
-    return {"metadata": {"name": name}, "stringData": store.env(key)}
+    return {"metadata": {"name": name}, "stringData": {**store.env(key), **extra}}
+
+
+def wait_weights_ready(models, name, timeout=240):
+    def ready():
+        status = models.get(name).get("status", {})
+        return {c["type"]: c["status"] for c in status.get("conditions", [])}.get("WeightsReady") == "True" and status
+
+    return wait_until(f"LLMModel {name}'s weights to be ready", ready, timeout, lambda: models.describe(name))
 
 
 def assert_no_key_shows(models):
@@ -65,28 +79,28 @@ def test_a_private_folder_waits_for_its_secret_then_serves(api, namespace, opera
     models.delete_purged(name)
 
 
-def test_hmac_keys_pull_a_gs_object_through_the_s3_interoperability_api(api, namespace, operator, object_store):  # noqa: F811
+def test_hmac_keys_pull_a_gs_object_once_its_secret_has_them(api, namespace, operator, object_store):  # noqa: F811
     """gs:// with HMAC keys: the same signed protocol; the store stands in for storage.googleapis.com
-    (AWS_ENDPOINT_URL in the Secret)."""
+    (AWS_ENDPOINT_URL in the Secret). A Secret without the key pair holds the pull pod at the real
+    kubelet, the model says which key is missing, and the pod starts by itself once the Secret has it."""
     models = Models(api, namespace)
     name = "smollm-gs"
-    models.core.create_namespaced_secret(namespace, secret("gcs-hmac", object_store, ROOT_KEY))
-    models.create(llmmodel(name, {"url": f"gs://{PRIVATE_BUCKET}/{MODEL_FOLDER}/{MODEL_FILE.name}",
-                                  "credentialsSecret": "gcs-hmac"}, None, purge=True))
+    models.core.create_namespaced_secret(namespace, {"metadata": {"name": "gcs-hmac"}, "stringData": {"AWS_REGION": "us-east-1"}})
+    url = f"gs://{PRIVATE_BUCKET}/{MODEL_FOLDER}/{MODEL_FILE.name}"
+    models.create(llmmodel(name, {"url": url, "credentialsSecret": "gcs-hmac"}, None, purge=True))
+    weights = models.wait_condition(name, "Failed", "WeightsReady", "CredentialsNotFound", "say its Secret has no key pair", 180)
+    assert weights["message"].startswith("Secret gcs-hmac has no key AWS_ACCESS_KEY_ID; put the value under that key: "), weights
 
-    def weights_ready():
-        status = models.get(name).get("status", {})
-        return {c["type"]: c["status"] for c in status.get("conditions", [])}.get("WeightsReady") == "True" and status
-
-    status = wait_until(f"LLMModel {name}'s weights to be ready", weights_ready, 240, lambda: models.describe(name))
-    assert status["weights"]["source"] == f"gs://{PRIVATE_BUCKET}/{MODEL_FOLDER}/{MODEL_FILE.name}", status
+    models.core.replace_namespaced_secret("gcs-hmac", namespace, secret("gcs-hmac", object_store, ROOT_KEY))
+    status = wait_weights_ready(models, name)
+    assert status["weights"]["source"] == url, status
     models.delete_purged(name)
 
 
 def test_object_store_failures_end_the_pull_once_with_what_to_fix(api, namespace, operator, object_store):  # noqa: F811
     models = Models(api, namespace)
     for case, (key, url, _words) in FAILURES.items():
-        models.core.create_namespaced_secret(namespace, secret(f"key-{case}", object_store, key))
+        models.core.create_namespaced_secret(namespace, secret(f"key-{case}", object_store, key, **SECRET_EXTRA.get(case, {})))
         models.create(llmmodel(f"fail-{case}", {"url": url, "credentialsSecret": f"key-{case}"}, None, purge=True))
     for case, (_key, _url, words) in FAILURES.items():
         name = f"fail-{case}"
@@ -99,6 +113,12 @@ def test_object_store_failures_end_the_pull_once_with_what_to_fix(api, namespace
                   if e.reason == "PullFailed"]
         assert len(events) == 1 and events[0].count in (None, 1), (case, [(e.reason, e.count) for e in events])
     assert_no_key_shows(models)
+
+    # The Secret fixed, retry-pull takes the new key: a failed pull is retried only when asked.
+    models.core.replace_namespaced_secret("key-wrong-secret", namespace, secret("key-wrong-secret", object_store, ROOT_KEY))
+    models.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "fail-wrong-secret",
+                                                 {"metadata": {"annotations": {RETRY_ANNOTATION: "fixed-secret"}}})
+    wait_weights_ready(models, "fail-wrong-secret")
     for case in FAILURES:
         try:
             models.delete(f"fail-{case}")

@@ -89,6 +89,7 @@ def test_without_the_crd_a_model_serves_and_the_answer_is_remembered(models, cac
     remembered = [json.loads(path.read_text()) for path in cache.glob("*.json")]
     assert [] in remembered, f"no remembered 'not served' answer in {cache}: {remembered}"
     assert not served(f"{POOL_GROUP}/{POOL_VERSION}")
+    assert "inferencePool" not in status["server"], "no pool reported where the kind is not served"
 
 
 def test_with_the_crd_the_next_reconcile_makes_the_pool(models, namespace, cache):
@@ -114,7 +115,8 @@ def test_with_the_crd_the_next_reconcile_makes_the_pool(models, namespace, cache
     assert {ref.name for pod in pods for ref in pod.metadata.owner_references or []} <= {
         rs.metadata.name for rs in models.apps.list_namespaced_replica_set(namespace).items
         if any(ref.name == "chat" for ref in rs.metadata.owner_references or [])}
-    models.wait_reconciled("chat", lambda s: True)
+    status = models.wait_reconciled("chat", lambda s: "inferencePool" in s.get("server", {}))
+    assert status["server"]["inferencePool"] == "InferencePool chat selects the server pods"
     assert models.conditions("chat")["Failure"]["status"] == "False"
 
 

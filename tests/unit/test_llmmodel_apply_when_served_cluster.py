@@ -99,3 +99,16 @@ def test_without_the_variable_nothing_is_kept(apply, namespace, tmp_path, monkey
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     assert apply([widget(namespace)])["objects"][0]["action"] == "not served"
     assert list(tmp_path.rglob("*.json")) == []
+
+
+def test_an_optional_object_the_api_server_refuses_is_reported_and_the_others_applied(apply, read, namespace):
+    # As an InferencePool without endpointPickerRef under a v1.0-v1.5 CRD: the kind is served, the
+    # object invalid (a ConfigMap key with a space stands in for it: 422 from the real API server).
+    optional_config_map = {"apiVersion": "v1", "kind": "ConfigMap"}
+    invalid = {**config_map(namespace), "metadata": {"name": "bad", "namespace": namespace}, "data": {"a key": "1"}}
+    result = apply([invalid, config_map(namespace)], when_served=[optional_config_map])
+    assert result.get("failed") is not True, result
+    rejected, created = result["objects"]
+    assert (rejected["action"], created["action"]) == ("rejected", "created")
+    assert "a key" in rejected["message"] and "valid" in rejected["message"], rejected
+    assert read("ConfigMap", "bad") is None and read("ConfigMap", "m")["data"] == {"a": "1"}

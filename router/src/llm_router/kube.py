@@ -13,14 +13,18 @@ chunk framing to parse); every connection and read is bounded, a watch by `timeo
 
 import asyncio
 import base64
+import datetime
+import hashlib
 import json
 import logging
 import os
+import socket
 import ssl
 import tempfile
 import urllib.parse
 
-from .table import RoutingTable, TableSource
+from .scaling import ScaleBackend
+from .table import RoutingTable, Scaling, TableSource
 
 LOG = logging.getLogger("llm_router.kube")
 MODELS = "/apis/inference.ai.example.com/v1alpha1/llmmodels"
@@ -31,6 +35,7 @@ SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 WATCH_SECONDS = 290
 READ_TIMEOUT = 30.0  # a list, or a watch's silence (bookmarks come about once a minute)
 LINE_LIMIT = 16 * 1024 * 1024
+DEFAULT_WAKE_SECONDS = 600.0  # a held request's wait when the model's startup budget is not in its status
 
 
 class KubeError(Exception):
@@ -65,14 +70,35 @@ class KubeApi:
             context.load_cert_chain(_file(user, "client-certificate"), _file(user, "client-key"))
         return cls(url.hostname, url.port or 443, context, user.get("token"))
 
-    async def _open(self, path: str):
+    async def _send(self, method: str, path: str, body: dict | None = None):
+        """The connection, once the response head is in, and the response's status."""
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(self.host, self.port, ssl=self.context, limit=LINE_LIMIT), READ_TIMEOUT
         )
         auth = f"Authorization: Bearer {self.token}\r\n" if self.token else ""
-        writer.write(f"GET {path} HTTP/1.0\r\nHost: {self.host}\r\nAccept: application/json\r\n{auth}\r\n".encode())
+        payload = json.dumps(body).encode() if body is not None else b""
+        content = f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n" if body is not None else ""
+        writer.write(
+            f"{method} {path} HTTP/1.0\r\nHost: {self.host}\r\nAccept: application/json\r\n{auth}{content}\r\n".encode()
+            + payload
+        )
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT)
-        status = int(head.split(b" ", 2)[1])
+        return reader, writer, int(head.split(b" ", 2)[1])
+
+    async def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        """One request's status and JSON answer (any status: the caller decides)."""
+        reader, writer, status = await self._send(method, path, body)
+        try:
+            answer = await asyncio.wait_for(reader.read(), READ_TIMEOUT)
+        finally:
+            writer.close()
+        try:
+            return status, json.loads(answer)
+        except ValueError:
+            return status, {}
+
+    async def _open(self, path: str):
+        reader, writer, status = await self._send("GET", path)
         if status != 200:
             body = await asyncio.wait_for(reader.read(4096), READ_TIMEOUT)
             writer.close()
@@ -115,6 +141,95 @@ def model_state(obj: dict) -> tuple[str, str]:
     status = obj.get("status") or {}
     reason = next((c.get("reason", "") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "")
     return status.get("phase") or "Pending", reason
+
+
+def model_scaling(obj: dict) -> Scaling | None:
+    """The router scales the model when the operator says so in status.server.idleSeconds (set only for
+    `serve.autoscaling.minReplicas: 0`, with the default applied); a held request waits for as long as
+    the model's startup budget."""
+    server = (obj.get("status") or {}).get("server") or {}
+    if not server.get("idleSeconds"):
+        return None
+    return Scaling(float(server["idleSeconds"]), float(server.get("startupBudgetSeconds") or DEFAULT_WAKE_SECONDS))
+
+
+def pod_namespace() -> str:
+    with open(f"{SERVICE_ACCOUNT}/namespace", encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
+def lease_name(model) -> str:
+    """The model's activity Lease: a DNS subdomain naming it, hashed when too long for one."""
+    name = f"llm-router.{model.namespace}.{model.name}"
+    if len(name) > 253:
+        name = "llm-router." + hashlib.sha256(model.full_name.encode()).hexdigest()[:32]
+    return name
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class KubeScaler(ScaleBackend):
+    """Writes the scale subresource of a model's server Deployment (named as the model), compare-and-set
+    on its resourceVersion, and the models' activity Leases in `lease_namespace`."""
+
+    def __init__(self, api: KubeApi, lease_namespace: str, identity: str | None = None):
+        self.api = api
+        self.lease_namespace = lease_namespace
+        self.identity = identity or f"{socket.gethostname()}-{os.getpid()}"
+
+    async def wake(self, model) -> bool:
+        return await self._set(model, lambda replicas: 1 if replicas == 0 else None)
+
+    async def scale_down(self, model, idle_seconds: float) -> bool:
+        status, lease = await self.api.request("GET", self._lease_path(model))
+        if status == 200:
+            renewed = (lease.get("spec") or {}).get("renewTime")
+            if renewed and _age(renewed) < idle_seconds:
+                return False  # another router used the model within the idle period
+        elif status != 404:
+            raise KubeError(f"GET lease {lease_name(model)}: HTTP {status}")
+        return await self._set(model, lambda replicas: 0 if replicas > 0 else None)
+
+    async def touch(self, model) -> None:
+        path = self._lease_path(model)
+        spec = {"holderIdentity": self.identity, "renewTime": _now()}
+        status, lease = await self.api.request("GET", path)
+        if status == 404:
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": lease_name(model)}}
+            status, _ = await self.api.request("POST", path.rsplit("/", 1)[0], {**body, "spec": spec})
+        elif status == 200:
+            lease["spec"] = {**(lease.get("spec") or {}), **spec}
+            status, _ = await self.api.request("PUT", path, lease)
+        if status not in (200, 201, 409):  # 409: another router renewed it at the same moment: as good
+            raise KubeError(f"activity lease {lease_name(model)}: HTTP {status}")
+
+    def _lease_path(self, model) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_namespace}/leases/{lease_name(model)}"
+
+    async def _set(self, model, decide) -> bool:
+        """Sets the replicas to `decide(current)` unless it says None; a conflict reads them again."""
+        path = f"/apis/apps/v1/namespaces/{model.namespace}/deployments/{model.name}/scale"
+        for _ in range(5):
+            status, scale = await self.api.request("GET", path)
+            if status != 200:
+                raise KubeError(f"GET scale of {model.full_name}: HTTP {status}")
+            wanted = decide(int((scale.get("spec") or {}).get("replicas") or 0))
+            if wanted is None:
+                return False
+            scale["spec"] = {"replicas": wanted}
+            status, _ = await self.api.request("PUT", path, scale)
+            if status == 200:
+                return True
+            if status != 409:
+                raise KubeError(f"PUT scale of {model.full_name}: HTTP {status}")
+        return False
+
+
+def _age(stamp: str) -> float:
+    then = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return (datetime.datetime.now(datetime.UTC) - then).total_seconds()
 
 
 def ready_addresses(obj: dict) -> list[tuple[str, int]]:
@@ -204,7 +319,7 @@ class KubeSource(TableSource):
                 endpoints.setdefault((namespace, model), []).extend(ready_addresses(obj))
         for (namespace, name), obj in self.models.items():
             phase, reason = model_state(obj)
-            table.set_model(namespace, name, phase, reason, _created(obj))
+            table.set_model(namespace, name, phase, reason, _created(obj), model_scaling(obj))
             table.set_endpoints(namespace, name, sorted(set(endpoints.get((namespace, name), []))))
         for full in [full for full, model in table.models.items() if (model.namespace, model.name) not in self.models]:
             table.remove_model(*full.split("/", 1))
@@ -215,8 +330,6 @@ def _key(obj: dict) -> tuple[str, str]:
 
 
 def _created(obj: dict) -> int:
-    import datetime
-
     stamp = obj["metadata"].get("creationTimestamp")
     if not stamp:
         return 0

@@ -35,6 +35,9 @@ class Metrics:
         self.upstream_errors = collections.Counter()  # (model, kind)
         self.upstream_latency = collections.defaultdict(Histogram)  # model: until response headers
         self.wait_latency = collections.defaultdict(Histogram)  # model: in the queue
+        self.cold_starts = collections.Counter()  # model: wakes begun (a held request found no replica)
+        self.cold_start_latency = collections.defaultdict(Histogram)  # model: wake until a ready replica
+        self.scale_events = collections.Counter()  # (model, direction): scale writes this router made
 
     def request_done(self, model: str, code: int) -> None:
         self.requests[(model, code)] += 1
@@ -47,6 +50,15 @@ class Metrics:
 
     def queue_wait(self, model: str, seconds: float) -> None:
         self.wait_latency[model].observe(seconds)
+
+    def cold_started(self, model: str) -> None:
+        self.cold_starts[model] += 1
+
+    def cold_start(self, model: str, seconds: float) -> None:
+        self.cold_start_latency[model].observe(seconds)
+
+    def scaled(self, model: str, direction: str) -> None:
+        self.scale_events[(model, direction)] += 1
 
     def render(self) -> bytes:
         lines = []
@@ -92,6 +104,20 @@ class Metrics:
                 ("model", "kind"),
                 self.upstream_errors,
             ),
+            (
+                "cold_starts_total",
+                "counter",
+                "Wakes of a model at zero begun by a held request.",
+                ("model",),
+                self.cold_starts,
+            ),
+            (
+                "scale_events_total",
+                "counter",
+                "Writes of a model's replica count this router made: up (a wake from 0) or down (to 0).",
+                ("model", "direction"),
+                self.scale_events,
+            ),
         ):
             family(name, kind, text)
             for key, value in sorted(values.items()):
@@ -104,7 +130,16 @@ class Metrics:
                 "Time until the model's server sent its response headers.",
                 self.upstream_latency,
             ),
-            ("queue_wait_seconds", "Time a request waited for a replica with room.", self.wait_latency),
+            (
+                "queue_wait_seconds",
+                "Time a request waited for a replica with room, or for a model at zero to wake.",
+                self.wait_latency,
+            ),
+            (
+                "cold_start_seconds",
+                "Time from a model's wake until its first ready replica.",
+                self.cold_start_latency,
+            ),
         ):
             family(name, "histogram", text)
             for model, histogram in sorted(table.items()):

@@ -13,11 +13,26 @@ import asyncio
 import json
 import logging
 import os
+import time
 
 from .errors import RouterError, shown
 
 LOG = logging.getLogger("llm_router.table")
 SERVING = "Serving"
+# Phases in which a model the router scales is held for rather than refused: at zero (the operator's
+# phase for it), starting after a wake, or serving with no ready replica for a moment.
+HOLD_PHASES = frozenset(("Idle", "Deploying", SERVING))
+
+
+class Scaling:
+    """What the model's spec hands the router (serve.autoscaling with minReplicas 0): its idle period,
+    and how long a held request may wait for a wake (the model's startup budget)."""
+
+    __slots__ = ("idle_seconds", "startup_seconds")
+
+    def __init__(self, idle_seconds: float, startup_seconds: float):
+        self.idle_seconds = idle_seconds
+        self.startup_seconds = startup_seconds
 
 
 class Endpoint:
@@ -38,7 +53,22 @@ class Endpoint:
 
 
 class Model:
-    __slots__ = ("namespace", "name", "full_name", "phase", "reason", "endpoints", "created", "waiters", "_next")
+    __slots__ = (
+        "namespace",
+        "name",
+        "full_name",
+        "phase",
+        "reason",
+        "endpoints",
+        "created",
+        "waiters",
+        "_next",
+        "scaling",
+        "last_active",
+        "renewed",
+        "waking",
+        "woken_at",
+    )
 
     def __init__(self, namespace: str, name: str):
         self.namespace = namespace
@@ -50,10 +80,24 @@ class Model:
         self.created = 0
         self.waiters = None  # the balancer's queue of requests waiting for room
         self._next = 0  # where the next tie among equally loaded endpoints is broken
+        self.scaling: Scaling | None = None  # set when the router scales this model (to zero and back)
+        self.last_active = time.monotonic()  # a new (or restarted) router counts idleness from now
+        self.renewed = self.last_active  # when this router last told the others it used the model (the Lease)
+        self.waking = None  # the last wake's task (kept referenced while it runs)
+        self.woken_at = None  # when the wake began, until a replica is ready (the cold start's duration)
 
     @property
     def serving(self) -> bool:
         return self.phase == SERVING
+
+    @property
+    def holds(self) -> bool:
+        """Requests wait for a replica (and wake the model) instead of being refused."""
+        return self.scaling is not None and self.phase in HOLD_PHASES
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiters) or any(endpoint.in_flight for endpoint in self.endpoints)
 
 
 class RoutingTable:
@@ -63,13 +107,15 @@ class RoutingTable:
         self.on_endpoints_added = None  # the balancer's hook: wakes requests waiting for room
 
     # --- what a source calls -------------------------------------------------------------------
-    def set_model(self, namespace: str, name: str, phase: str, reason: str = "", created: int = 0) -> Model:
+    def set_model(
+        self, namespace: str, name: str, phase: str, reason: str = "", created: int = 0, scaling: Scaling | None = None
+    ) -> Model:
         full = f"{namespace}/{name}"
         model = self.models.get(full)
         if model is None:
             model = self.models[full] = Model(namespace, name)
             self._by_name.setdefault(name, []).append(model)
-        model.phase, model.reason, model.created = phase, reason, created
+        model.phase, model.reason, model.created, model.scaling = phase, reason, created, scaling
         return model
 
     def remove_model(self, namespace: str, name: str) -> None:
@@ -138,7 +184,8 @@ class TableSource(abc.ABC):
 
 
 class FileSource(TableSource):
-    """A JSON file: {"models": [{"namespace", "name", "phase", "reason", "endpoints": ["host:port"]}]}.
+    """A JSON file: {"models": [{"namespace", "name", "phase", "reason", "endpoints": ["host:port"],
+    "scaling": {"idleSeconds", "startupSeconds"} (optional: the router scales the model to zero)}]}.
 
     For local runs and tests; re-read when its modification time changes (checked each `interval`).
     """
@@ -174,7 +221,12 @@ def apply_document(table: RoutingTable, document: dict) -> None:
     for entry in document.get("models", []):
         namespace, name = entry["namespace"], entry["name"]
         wanted.add(f"{namespace}/{name}")
-        table.set_model(namespace, name, entry.get("phase", SERVING), entry.get("reason", ""), entry.get("created", 0))
+        scaling = entry.get("scaling")
+        if scaling is not None:
+            scaling = Scaling(scaling["idleSeconds"], scaling["startupSeconds"])
+        table.set_model(
+            namespace, name, entry.get("phase", SERVING), entry.get("reason", ""), entry.get("created", 0), scaling
+        )
         addresses = []
         for address in entry.get("endpoints", []):
             host, _, port = address.rpartition(":")

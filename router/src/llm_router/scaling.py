@@ -1,0 +1,94 @@
+"""Scale to zero and back, for the models whose spec hands their replicas to the router
+(`serve.autoscaling.minReplicas: 0`; docs/design.md, "Scale to zero and back: the router decides").
+
+- A request for such a model finding no ready replica is held (the balancer's queue) and wakes the
+  model: one wake per cold start whatever the number of held requests; the wake itself is a
+  compare-and-set of the Deployment's scale from 0 to 1, so several routers wake it once.
+- Every `SWEEP_SECONDS`, for each such model: a router that used it (requests in flight or held)
+  renews the model's shared activity record at most every tenth of its idle period; one that did
+  not use it for the idle period asks the backend to scale it to zero, which the backend does only
+  if no router renewed the record within the idle period (compare-and-set again).
+
+The backend (`ScaleBackend`) is the Kubernetes API (kube.py's `KubeScaler`); the tests give their
+own to see what is written.
+"""
+
+import abc
+import asyncio
+import logging
+import time
+
+from .table import Model, RoutingTable
+
+LOG = logging.getLogger("llm_router.scaling")
+SWEEP_SECONDS = 1.0
+
+
+class ScaleBackend(abc.ABC):
+    @abc.abstractmethod
+    async def wake(self, model: Model) -> bool:
+        """Scales the model from 0 to 1 replica; False when it was not at 0 (nothing written)."""
+
+    @abc.abstractmethod
+    async def touch(self, model: Model) -> None:
+        """Records, for every router, that this one uses the model now."""
+
+    @abc.abstractmethod
+    async def scale_down(self, model: Model, idle_seconds: float) -> bool:
+        """Scales the model to 0 unless some router used it within `idle_seconds`; True if written."""
+
+
+class Autoscaler:
+    def __init__(self, backend: ScaleBackend, metrics):
+        self.backend = backend
+        self.metrics = metrics
+
+    def wake(self, model: Model, timeout: float) -> None:
+        """A held request found no ready replica: wake the model, unless a wake of it began less than
+        `timeout` (the held requests' wait) ago: its replica is awaited, whatever the burst."""
+        now = time.monotonic()
+        if model.woken_at is not None and now - model.woken_at < timeout:
+            return
+        self.metrics.cold_started(model.full_name)
+        model.woken_at = now
+        model.waking = asyncio.ensure_future(self._wake(model))
+
+    async def _wake(self, model: Model) -> None:
+        try:
+            if await self.backend.wake(model):
+                self.metrics.scaled(model.full_name, "up")
+                LOG.info("model %s woken: scaled from 0 to 1 replica", model.full_name)
+        except Exception as exc:  # the held requests time out with the model's reason; the next wakes again
+            LOG.warning("model %s not woken: %s", model.full_name, exc)
+            model.woken_at = None
+
+    def ready(self, model: Model) -> None:
+        """A replica of the model became ready: the cold start, if any, is over."""
+        if model.woken_at is not None:
+            self.metrics.cold_start(model.full_name, time.monotonic() - model.woken_at)
+            model.woken_at = None
+
+    async def run(self, table: RoutingTable) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            for model in [model for model in table.models.values() if model.scaling is not None]:
+                try:
+                    await self.sweep(model, time.monotonic())
+                except Exception as exc:  # one model's API error must not stop the others' sweep
+                    LOG.warning("scaling sweep of model %s: %s", model.full_name, exc)
+
+    async def sweep(self, model: Model, now: float) -> None:
+        idle = model.scaling.idle_seconds
+        if model.busy:
+            model.last_active = now
+        if model.last_active > model.renewed:
+            if now - model.renewed >= idle / 10:
+                model.renewed = now
+                await self.backend.touch(model)
+            return
+        if now - model.last_active < idle or (not model.endpoints and model.phase == "Idle"):
+            return
+        model.last_active = model.renewed = now  # asked once per idle period, whatever the answer
+        if await self.backend.scale_down(model, idle):
+            self.metrics.scaled(model.full_name, "down")
+            LOG.info("model %s scaled to zero after %g s without a request", model.full_name, idle)

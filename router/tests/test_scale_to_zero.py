@@ -12,6 +12,7 @@ import concurrent.futures
 import time
 
 from conftest import post
+from llm_router import scaling as scaling_module
 from llm_router.scaling import ScaleBackend
 from test_errors import assert_openai_error, wait_for
 
@@ -158,3 +159,17 @@ def test_a_restarted_router_neither_wakes_nor_scales_down_before_its_idle_period
     assert (backend.ups, backend.downs, backend.touches, backend.wake_calls) == (0, 0, 0, 0)
     wait_for(lambda: backend.downs == 1, timeout=5)
     assert backend.ups == 0
+
+
+def test_a_wake_undone_while_requests_are_held_is_sent_again(stack_factory, monkeypatch):
+    """A write racing the wake put the count back to 0: the held requests are not left to time out."""
+    monkeypatch.setattr(scaling_module, "WAKE_RECHECK_SECONDS", 0.5)
+    backend = ClusterScale(replicas=0, start=None)
+    stack = make(stack_factory, backend, at_zero, wake_timeout=8.0)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        held = pool.submit(post, stack.port, CHAT, {"model": "qwen"}, None, 15)
+        wait_for(lambda: backend.ups == 1)
+        backend.replicas, backend.start = 0, 0.1  # undone, and the next wake's replica starts
+        wait_for(lambda: backend.ups == 2, timeout=4)
+        assert held.result()[0] == 200
+    assert 'llm_router_cold_starts_total{model="team-a/qwen"} 1' in stack.metrics()

@@ -6,7 +6,7 @@ at most `queue_timeout` seconds (then 504). A replica that frees up or appears w
 
 A model the router scales to zero (scaling.py) that has no ready replica holds its requests in the
 same queue (at most `queue_length`, 429 beyond) for at most its wake timeout (the model's startup
-budget unless `wake_timeout` is set; then 503 with the model's phase and reason) and is woken.
+budget unless `--wake-timeout` is set; then 503 with the model's phase and reason) and is woken.
 """
 
 import asyncio
@@ -22,7 +22,6 @@ class Balancer:
         self.max_in_flight = settings.max_in_flight_per_replica
         self.queue_length = settings.queue_length
         self.queue_timeout = settings.queue_timeout
-        self.wake_timeout = settings.wake_timeout
         self.retry_after = settings.retry_after
         self.metrics = metrics
         self.autoscaler = autoscaler
@@ -87,8 +86,8 @@ class Balancer:
         timeout = self.queue_timeout
         if cold:
             model.last_active = started
-            timeout = self.wake_timeout or model.scaling.startup_seconds
-            self.autoscaler.wake(model, timeout)
+            timeout = self.autoscaler.timeout(model)
+            self.autoscaler.wake(model)
         try:
             while True:
                 remaining = timeout - (time.monotonic() - started)

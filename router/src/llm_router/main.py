@@ -32,7 +32,7 @@ class Router:
         self.metrics = Metrics()
         self.keys = KeyStore(settings.api_keys_file, settings.reload_interval)
         backend = scale_backend or make_scale_backend(settings, self.source)
-        self.autoscaler = Autoscaler(backend, self.metrics) if backend is not None else None
+        self.autoscaler = Autoscaler(backend, self.metrics, settings.wake_timeout) if backend is not None else None
         self.balancer = Balancer(self.table, settings, self.metrics, self.autoscaler)
         self.app = App(
             settings,

@@ -22,6 +22,7 @@ from .table import Model, RoutingTable
 
 LOG = logging.getLogger("llm_router.scaling")
 SWEEP_SECONDS = 1.0
+WAKE_RECHECK_SECONDS = 10.0
 
 
 class ScaleBackend(abc.ABC):
@@ -39,18 +40,26 @@ class ScaleBackend(abc.ABC):
 
 
 class Autoscaler:
-    def __init__(self, backend: ScaleBackend, metrics):
+    def __init__(self, backend: ScaleBackend, metrics, wake_timeout: float = 0.0):
         self.backend = backend
         self.metrics = metrics
+        self.wake_timeout = wake_timeout
 
-    def wake(self, model: Model, timeout: float) -> None:
-        """A held request found no ready replica: wake the model, unless a wake of it began less than
-        `timeout` (the held requests' wait) ago: its replica is awaited, whatever the burst."""
+    def timeout(self, model: Model) -> float:
+        """How long a request held for the model waits: the router's setting, else its startup budget."""
+        return self.wake_timeout or model.scaling.startup_seconds
+
+    def wake(self, model: Model) -> None:
+        """A request is held for the model with no ready replica: wake it. One cold start (metric,
+        duration) per wait; the wake is sent again at most every WAKE_RECHECK_SECONDS while requests
+        are held (a compare-and-set from 0: it writes only if the count went back to 0 meanwhile)."""
         now = time.monotonic()
-        if model.woken_at is not None and now - model.woken_at < timeout:
+        if model.woken_at is None or now - model.woken_at >= self.timeout(model):
+            self.metrics.cold_started(model.full_name)
+            model.woken_at = now
+        elif now - model.wake_sent < WAKE_RECHECK_SECONDS:
             return
-        self.metrics.cold_started(model.full_name)
-        model.woken_at = now
+        model.wake_sent = now
         model.waking = asyncio.ensure_future(self._wake(model))
 
     async def _wake(self, model: Model) -> None:
@@ -60,13 +69,13 @@ class Autoscaler:
                 LOG.info("model %s woken: scaled from 0 to 1 replica", model.full_name)
         except Exception as exc:  # the held requests time out with the model's reason; the next wakes again
             LOG.warning("model %s not woken: %s", model.full_name, exc)
-            model.woken_at = None
+            model.wake_sent = 0.0
 
     def ready(self, model: Model) -> None:
         """A replica of the model became ready: the cold start, if any, is over."""
         if model.woken_at is not None:
             self.metrics.cold_start(model.full_name, time.monotonic() - model.woken_at)
-            model.woken_at = None
+            model.wake_sent = 0.0
 
     async def run(self, table: RoutingTable) -> None:
         while True:
@@ -79,6 +88,8 @@ class Autoscaler:
 
     async def sweep(self, model: Model, now: float) -> None:
         idle = model.scaling.idle_seconds
+        if model.waiters and not model.endpoints:
+            self.wake(model)  # still held: the count may have gone back to 0 (a scale-down raced the wake)
         if model.busy:
             model.last_active = now
         if model.last_active > model.renewed:

@@ -68,6 +68,7 @@ class Model:
         "renewed",
         "waking",
         "woken_at",
+        "wake_sent",
     )
 
     def __init__(self, namespace: str, name: str):
@@ -85,6 +86,7 @@ class Model:
         self.renewed = self.last_active  # when this router last told the others it used the model (the Lease)
         self.waking = None  # the last wake's task (kept referenced while it runs)
         self.woken_at = None  # when the wake began, until a replica is ready (the cold start's duration)
+        self.wake_sent = 0.0  # when the wake was last sent to the backend
 
     @property
     def serving(self) -> bool:

@@ -7,6 +7,9 @@ endpoints are the ready addresses (port `http`) of the EndpointSlices that carry
 llm-operator`, `app.kubernetes.io/component=server` and `inference.ai.example.com/model=<name>`.
 A model's phase and its `Ready` condition's reason come from its status.
 
+`KubeScaler` is scaling.py's backend on the same API: the scale subresource of a model's server
+Deployment and the models' activity Leases.
+
 The API is read with a small HTTP/1.0 client (the watch's body then ends with the connection, no
 chunk framing to parse); every connection and read is bounded, a watch by `timeoutSeconds`.
 """

@@ -173,3 +173,13 @@ def test_a_wake_undone_while_requests_are_held_is_sent_again(stack_factory, monk
         wait_for(lambda: backend.ups == 2, timeout=4)
         assert held.result()[0] == 200
     assert 'llm_router_cold_starts_total{model="team-a/qwen"} 1' in stack.metrics()
+
+
+def test_a_model_still_loading_is_not_scaled_away(stack_factory):
+    """Woken, its replica loading for longer than the idle period: not idle until it serves."""
+    backend = ClusterScale(replicas=1)
+    stack = make(stack_factory, backend, lambda s: [s.model(phase="Deploying", replicas=0, scaling=scaling(1.0, 60))])
+    time.sleep(2.5)
+    assert backend.downs == 0
+    stack.serve(serving(stack, idle=1.0))
+    wait_for(lambda: backend.downs == 1, timeout=4)

@@ -7,7 +7,8 @@
 - Every `SWEEP_SECONDS`, for each such model: a router that used it (requests in flight or held)
   renews the model's shared activity record at most every tenth of its idle period; one that did
   not use it for the idle period asks the backend to scale it to zero, which the backend does only
-  if no router renewed the record within the idle period (compare-and-set again).
+  if no router renewed the record within the idle period (compare-and-set again). A model still
+  loading (phase Deploying) is not idle: its idle period starts when it is done.
 
 The backend (`ScaleBackend`) is the Kubernetes API (kube.py's `KubeScaler`); the tests give their
 own to see what is written.
@@ -96,6 +97,9 @@ class Autoscaler:
             if now - model.renewed >= idle / 10:
                 model.renewed = now
                 await self.backend.touch(model)
+            return
+        if model.phase == "Deploying":
+            model.last_active = model.renewed = now  # loading is not idle (KServe #1247): counted once it serves
             return
         if now - model.last_active < idle or (not model.endpoints and model.phase == "Idle"):
             return

@@ -183,3 +183,19 @@ def test_a_model_still_loading_is_not_scaled_away(stack_factory):
     assert backend.downs == 0
     stack.serve(serving(stack, idle=1.0))
     wait_for(lambda: backend.downs == 1, timeout=4)
+
+
+def test_each_cold_start_is_counted_once_with_its_duration(stack_factory):
+    backend = ClusterScale(replicas=0, start=0.3)
+    stack = make(stack_factory, backend, lambda s: at_zero(s, idle=1.0))
+    assert post(stack.port, CHAT, {"model": "qwen"})[0] == 200
+    stack.run(backend._ready, stack.router.table.models["team-a/qwen"])  # the watch says the same again
+    text = stack.metrics()
+    assert 'llm_router_cold_starts_total{model="team-a/qwen"} 1' in text
+    assert 'llm_router_cold_start_seconds_count{model="team-a/qwen"} 1' in text
+    wait_for(lambda: backend.downs == 1, timeout=6)
+    assert post(stack.port, CHAT, {"model": "qwen"})[0] == 200
+    text = stack.metrics()
+    assert 'llm_router_cold_starts_total{model="team-a/qwen"} 2' in text
+    assert 'llm_router_cold_start_seconds_count{model="team-a/qwen"} 2' in text
+    assert (backend.ups, backend.downs) == (2, 1)

@@ -76,6 +76,7 @@ class Autoscaler:
         """A replica of the model became ready: the cold start, if any, is over."""
         if model.woken_at is not None:
             self.metrics.cold_start(model.full_name, time.monotonic() - model.woken_at)
+            model.woken_at = None
             model.wake_sent = 0.0
 
     async def run(self, table: RoutingTable) -> None:

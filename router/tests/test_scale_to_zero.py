@@ -199,3 +199,23 @@ def test_each_cold_start_is_counted_once_with_its_duration(stack_factory):
     assert 'llm_router_cold_starts_total{model="team-a/qwen"} 2' in text
     assert 'llm_router_cold_start_seconds_count{model="team-a/qwen"} 2' in text
     assert (backend.ups, backend.downs) == (2, 1)
+
+
+def test_a_request_arriving_during_the_scale_down_is_held_and_wakes_the_model(stack_factory):
+    """Not sent to a replica being stopped: held, and answered by the replica the wake brings."""
+
+    class SlowDown(ClusterScale):
+        scaling_down = False
+
+        async def scale_down(self, model, idle_seconds):
+            self.scaling_down = True
+            await asyncio.sleep(0.6)  # the API's round trips
+            return await super().scale_down(model, idle_seconds)
+
+    backend = SlowDown(replicas=1, start=0.3)
+    stack = make(stack_factory, backend, lambda s: serving(s, idle=1.0))
+    wait_for(lambda: backend.scaling_down, timeout=5)
+    status, _, _ = post(stack.port, CHAT, {"model": "qwen"})
+    assert status == 200
+    assert (backend.downs, backend.ups) == (1, 1)  # answered after the wake, not by the replica going away
+    assert len(stack.stats(0).requests) + len(stack.stats(1).requests) == 1

@@ -45,7 +45,7 @@ class Balancer:
         return best
 
     async def acquire(self, model: Model, exclude: Endpoint | None = None) -> Endpoint:
-        endpoint = self.pick(model, exclude)
+        endpoint = None if model.draining else self.pick(model, exclude)
         if endpoint is None:
             endpoint = await self._wait(model, exclude)
         endpoint.in_flight += 1
@@ -61,7 +61,7 @@ class Balancer:
             self._wake(model)
 
     async def _wait(self, model: Model, exclude: Endpoint | None) -> Endpoint:
-        cold = self.autoscaler is not None and model.holds and not model.endpoints
+        cold = self.autoscaler is not None and model.holds and (not model.endpoints or bool(model.draining))
         if not cold and not [endpoint for endpoint in model.endpoints if endpoint is not exclude]:
             raise RouterError(
                 503,
@@ -94,7 +94,7 @@ class Balancer:
                 if remaining <= 0:
                     raise TimeoutError
                 await asyncio.wait_for(waiter, remaining)
-                endpoint = self.pick(model, exclude)
+                endpoint = None if model.draining else self.pick(model, exclude)
                 if endpoint is not None:
                     return endpoint
                 waiter = asyncio.get_running_loop().create_future()

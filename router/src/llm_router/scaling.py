@@ -8,7 +8,9 @@
   renews the model's shared activity record at most every tenth of its idle period; one that did
   not use it for the idle period asks the backend to scale it to zero, which the backend does only
   if no router renewed the record within the idle period (compare-and-set again). A model still
-  loading (phase Deploying) is not idle: its idle period starts when it is done.
+  loading (phase Deploying) is not idle: its idle period starts when it is done. From the decision to
+  scale down until its replicas leave the EndpointSlice, new requests are held (and wake it again)
+  rather than sent to a pod being stopped.
 
 The backend (`ScaleBackend`) is the Kubernetes API (kube.py's `KubeScaler`); the tests give their
 own to see what is written.
@@ -24,6 +26,7 @@ from .table import Model, RoutingTable
 LOG = logging.getLogger("llm_router.scaling")
 SWEEP_SECONDS = 1.0
 WAKE_RECHECK_SECONDS = 10.0
+DRAIN_SECONDS = 30.0  # longest a model scaled to zero holds new requests while its replicas still show
 
 
 class ScaleBackend(abc.ABC):
@@ -90,6 +93,8 @@ class Autoscaler:
 
     async def sweep(self, model: Model, now: float) -> None:
         idle = model.scaling.idle_seconds
+        if model.draining and now - model.draining > DRAIN_SECONDS:
+            model.draining = 0.0  # its replicas never left the EndpointSlice (the scale was undone)
         if model.waiters and not model.endpoints:
             self.wake(model)  # still held: the count may have gone back to 0 (a scale-down raced the wake)
         if model.busy:
@@ -105,6 +110,17 @@ class Autoscaler:
         if now - model.last_active < idle or (not model.endpoints and model.phase == "Idle"):
             return
         model.last_active = model.renewed = now  # asked once per idle period, whatever the answer
-        if await self.backend.scale_down(model, idle):
+        # A request arriving while the replicas go away is held, not sent to a pod being stopped.
+        model.draining = now
+        down = False
+        try:
+            down = await self.backend.scale_down(model, idle)
+        finally:
+            if not down:
+                model.draining = 0.0
+        if down:
             self.metrics.scaled(model.full_name, "down")
             LOG.info("model %s scaled to zero after %g s without a request", model.full_name, idle)
+        if model.waiters:  # held meanwhile: a wake that read the count before the scale-down is sent again
+            model.wake_sent = 0.0
+            self.wake(model)

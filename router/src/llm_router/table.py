@@ -69,6 +69,7 @@ class Model:
         "waking",
         "woken_at",
         "wake_sent",
+        "draining",
     )
 
     def __init__(self, namespace: str, name: str):
@@ -87,6 +88,7 @@ class Model:
         self.waking = None  # the last wake's task (kept referenced while it runs)
         self.woken_at = None  # when the wake began, until a replica is ready (the cold start's duration)
         self.wake_sent = 0.0  # when the wake was last sent to the backend
+        self.draining = 0.0  # since when it is being scaled to zero: new requests are held, not sent
 
     @property
     def serving(self) -> bool:
@@ -142,7 +144,9 @@ class RoutingTable:
         for gone in kept.values():
             gone.close()
         model.endpoints = endpoints
-        if endpoints and self.on_endpoints_added is not None:
+        if not endpoints:
+            model.draining = 0.0  # a scale to zero is done: requests held meanwhile wake the model
+        elif self.on_endpoints_added is not None:
             self.on_endpoints_added(model)
 
     # --- what the handlers call ---------------------------------------------------------------

@@ -28,6 +28,9 @@ class ClusterScale(ScaleBackend):
         self.ups = 0
         self.downs = 0
         self.touches = 0
+        self.others = 0
+        self.loads = []
+        self.writes = []  # replica counts written on load
 
     async def wake(self, model) -> bool:
         self.wake_calls += 1
@@ -46,6 +49,21 @@ class ClusterScale(ScaleBackend):
 
     async def touch(self, model) -> None:
         self.touches += 1
+
+    async def report(self, model, load: int) -> int:
+        self.loads.append(load)
+        return load + self.others  # the other routers' load, as the Lease says it
+
+    async def set_replicas(self, model, decide):
+        wanted = decide(self.replicas)
+        if wanted is None:
+            return None
+        before, self.replicas = self.replicas, wanted
+        self.writes.append(wanted)
+        count = min(wanted, len(self.stack.fakes))  # the fakes play the ready ones
+        self.stack.router.table.set_endpoints(model.namespace, model.name, [
+            ("127.0.0.1", port) for _, port, _ in self.stack.fakes[:count]])  # fmt: skip
+        return before, wanted
 
     async def scale_down(self, model, idle_seconds: float) -> bool:
         if not self.replicas:

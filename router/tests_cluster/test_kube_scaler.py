@@ -183,3 +183,25 @@ def metrics(router) -> str:
     connection = http.client.HTTPConnection("127.0.0.1", router.admin_port, timeout=5)
     connection.request("GET", "/metrics")
     return connection.getresponse().read().decode()
+
+
+def test_the_load_of_two_routers_is_summed_and_their_scale_written_once(namespace, loop):
+    server(namespace, 1)
+    model = Model(namespace, "qwen")
+    one, two = KubeScaler(api(), namespace, "router-1"), KubeScaler(api(), namespace, "router-2")
+    assert loop(one.report(model, 3)) == 3
+    lease = f"llm-router.{namespace}.qwen"
+    kubectl("-n", namespace, "annotate", "lease", lease, "inference.ai.example.com/load.gone=9 1000")  # a dead router
+    assert loop(two.report(model, 4)) == 7  # the dead router's 9 is not counted...
+    assert loop(one.report(model, 3)) == 7
+    annotations = json.loads(kubectl("-n", namespace, "get", "lease", lease, "-o", "json"))["metadata"]["annotations"]
+    assert "inference.ai.example.com/load.gone" not in annotations  # ... and is forgotten
+    assert sorted(annotations.values())[0].startswith("3 ")
+    _, generation = deployment(namespace)
+
+    async def both():
+        decide = lambda current: 4 if current < 4 else None  # noqa: E731
+        return await asyncio.gather(one.set_replicas(model, decide), two.set_replicas(model, decide))
+
+    assert sorted(loop(both()), key=str) == [(1, 4), None]
+    assert deployment(namespace) == (4, generation + 1)

@@ -55,6 +55,18 @@ INVALID = {
         serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 3}),
         "spec.serve.autoscaling.maxReplicas must be 1 with minReplicas 0",
     ),
+    "in flight with a cpu target": (
+        serving(runtime="vllm", autoscaling={"maxReplicas": 3, "targetInFlightRequests": 4, "targetCPUUtilizationPercentage": 70}),
+        "spec.serve.autoscaling.targetInFlightRequests is the router's target",
+    ),
+    "in flight of zero": (
+        serving(runtime="vllm", autoscaling={"maxReplicas": 3, "targetInFlightRequests": 0}),
+        "spec.serve.autoscaling.targetInFlightRequests must be between 1 and 10000",
+    ),
+    "stabilisation without in flight": (
+        serving(runtime="vllm", autoscaling={"maxReplicas": 3, "scaleDownStabilizationSeconds": 60}),
+        "apply only with targetInFlightRequests",
+    ),
     "idleSeconds without zero": (
         serving(runtime="vllm", autoscaling={"minReplicas": 1, "maxReplicas": 2, "idleSeconds": 60}),
         "spec.serve.autoscaling.idleSeconds applies only with minReplicas 0",
@@ -105,6 +117,10 @@ VALID = {
         runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 4, "metric": {"name": "vllm:num_requests_waiting", "averageValue": "500m"}},
     ),
     "scale to zero": serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "idleSeconds": 600}),
+    "in flight from zero": serving(runtime="vllm", autoscaling={
+        "minReplicas": 0, "maxReplicas": 4, "targetInFlightRequests": 8, "scaleUpStabilizationSeconds": 10,
+        "scaleDownStabilizationSeconds": 120}),
+    "in flight from one": serving(runtime="vllm", autoscaling={"maxReplicas": 2, "targetInFlightRequests": 8}),
     "scale to zero, default idle": serving(runtime="llamacpp", autoscaling={"minReplicas": 0, "maxReplicas": 1}),
     "llamacpp everything": {
         **llmmodel(serve={"runtime": "llamacpp", "modelFile": "q4/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", "replicas": 3,

@@ -72,6 +72,10 @@ CASES = {
         model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1}),
         deployment={"metadata": {"name": "m"}, "spec": {"replicas": 1}, "status": {}},
     ),
+    "in flight": case(
+        model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 4, "targetInFlightRequests": 8}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 3}, "status": {}},
+    ),
     "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
     "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, job_state="running", pulled={"gguf": "x.gguf", "size": GIB}),
     "autoscaling removed": case(model(runtime="vllm"), deployment={
@@ -326,6 +330,19 @@ def test_a_model_at_zero_is_idle_not_serving_nor_degraded(rendered):
     assert status["inferenceURL"] is None and status["server"]["idleSeconds"] == 120
     # woken, not ready yet: the model loads (Deploying), it is not idle any more
     assert rendered["to zero woken"]["state"]["status"]["phase"] == "Deploying"
+
+
+def test_in_flight_scaling_is_the_routers_with_its_defaults(rendered):
+    result = rendered["in flight"]
+    assert "HorizontalPodAutoscaler" not in result["objects"]
+    assert result["objects"]["Deployment"]["spec"]["replicas"] == 3  # the router's count, kept
+    server = result["state"]["status"]["server"]
+    assert server["inFlightScaling"] == {"targetPerReplica": 8, "minReplicas": 0, "maxReplicas": 4,
+                                         "scaleUpStabilizationSeconds": 0, "scaleDownStabilizationSeconds": 300}
+    assert server["idleSeconds"] == 300
+    assert server["autoscaling"] == ("router: 0-4 replicas, 8 requests in flight per replica, "
+                                     "scaled to zero after 300 s without a request")
+    assert rendered["autoscaling new"]["state"]["status"]["server"]["inFlightScaling"] is None
 
 
 def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):

@@ -24,10 +24,11 @@ import os
 import socket
 import ssl
 import tempfile
+import time
 import urllib.parse
 
 from .scaling import ScaleBackend
-from .table import RoutingTable, Scaling, TableSource
+from .table import RoutingTable, Scaling, TableSource, in_flight
 
 LOG = logging.getLogger("llm_router.kube")
 MODELS = "/apis/inference.ai.example.com/v1alpha1/llmmodels"
@@ -38,6 +39,10 @@ SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 WATCH_SECONDS = 290
 READ_TIMEOUT = 30.0  # a list, or a watch's silence (bookmarks come about once a minute)
 LINE_LIMIT = 16 * 1024 * 1024
+LOAD_ANNOTATION = "inference.ai.example.com/load."  # + a router's identity, hashed: "<load> <unix time>"
+LOAD_FRESH_SECONDS = 10.0  # a router's load older than this counts as none (it stopped telling)
+LOAD_REFRESH_SECONDS = 5.0  # an unchanged load is told again this often, to stay fresh
+LOAD_FORGET_SECONDS = 300.0  # and removed from the Lease this long after its router's last word
 DEFAULT_WAKE_SECONDS = 600.0  # a held request's wait when the model's startup budget is not in its status
 
 
@@ -147,13 +152,15 @@ def model_state(obj: dict) -> tuple[str, str]:
 
 
 def model_scaling(obj: dict) -> Scaling | None:
-    """The router scales the model when the operator says so in status.server.idleSeconds (set only for
-    `serve.autoscaling.minReplicas: 0`, with the default applied); a held request waits for as long as
-    the model's startup budget."""
+    """The router scales the model when the operator says so in its status.server: idleSeconds (scale to
+    zero, `serve.autoscaling.minReplicas: 0`, the default applied) and inFlightScaling (a target of
+    requests in flight per replica); a held request waits for as long as the model's startup budget."""
     server = (obj.get("status") or {}).get("server") or {}
-    if not server.get("idleSeconds"):
+    idle, scaling = server.get("idleSeconds"), server.get("inFlightScaling")
+    if not idle and not scaling:
         return None
-    return Scaling(float(server["idleSeconds"]), float(server.get("startupBudgetSeconds") or DEFAULT_WAKE_SECONDS))
+    startup = float(server.get("startupBudgetSeconds") or DEFAULT_WAKE_SECONDS)
+    return Scaling(float(idle) if idle else None, startup, *in_flight(scaling))
 
 
 def pod_namespace() -> str:
@@ -183,7 +190,7 @@ class KubeScaler(ScaleBackend):
         self.identity = identity or f"{socket.gethostname()}-{os.getpid()}"
 
     async def wake(self, model) -> bool:
-        return await self._set(model, lambda replicas: 1 if replicas == 0 else None)
+        return await self.set_replicas(model, lambda replicas: 1 if replicas == 0 else None) is not None
 
     async def scale_down(self, model, idle_seconds: float) -> bool:
         status, lease = await self.api.request("GET", self._lease_path(model))
@@ -193,7 +200,7 @@ class KubeScaler(ScaleBackend):
                 return False  # another router used the model within the idle period
         elif status != 404:
             raise KubeError(f"GET lease {lease_name(model)}: HTTP {status}")
-        return await self._set(model, lambda replicas: 0 if replicas > 0 else None)
+        return await self.set_replicas(model, lambda replicas: 0 if replicas > 0 else None) is not None
 
     async def touch(self, model) -> None:
         path = self._lease_path(model)
@@ -211,23 +218,59 @@ class KubeScaler(ScaleBackend):
     def _lease_path(self, model) -> str:
         return f"/apis/coordination.k8s.io/v1/namespaces/{self.lease_namespace}/leases/{lease_name(model)}"
 
-    async def _set(self, model, decide) -> bool:
+    async def report(self, model, load: int) -> int:
+        """This router's load in the model's Lease (an annotation per router, `<load> <unix time>`,
+        rewritten when it changed or is LOAD_REFRESH_SECONDS old), and the sum of the fresh ones."""
+        path = self._lease_path(model)
+        status, lease = await self.api.request("GET", path)
+        if status not in (200, 404):
+            raise KubeError(f"GET lease {lease_name(model)}: HTTP {status}")
+        now = time.time()
+        mine = LOAD_ANNOTATION + hashlib.sha256(self.identity.encode()).hexdigest()[:16]
+        annotations = ((lease.get("metadata") or {}).get("annotations") or {}) if status == 200 else {}
+        total, kept = load, {}
+        for key, value in annotations.items():
+            if not key.startswith(LOAD_ANNOTATION) or key == mine:
+                kept[key] = value
+                continue
+            count, _, stamp = value.partition(" ")
+            age = now - float(stamp or 0)
+            if age <= LOAD_FRESH_SECONDS:
+                total += int(count)
+            if age <= LOAD_FORGET_SECONDS:  # a router gone for good: its entry is dropped
+                kept[key] = value
+        count, _, stamp = annotations.get(mine, "").partition(" ")
+        if count != str(load) or now - float(stamp or 0) >= LOAD_REFRESH_SECONDS or len(kept) < len(annotations):
+            kept[mine] = f"{load} {now:.0f}"
+            if status == 404:
+                body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                        "metadata": {"name": lease_name(model), "annotations": kept}, "spec": {}}  # fmt: skip
+                status, _ = await self.api.request("POST", path.rsplit("/", 1)[0], body)
+            else:
+                lease["metadata"]["annotations"] = kept
+                status, _ = await self.api.request("PUT", path, lease)
+            if status not in (200, 201, 409):  # 409: another router wrote it meanwhile; told next time
+                raise KubeError(f"activity lease {lease_name(model)}: HTTP {status}")
+        return total
+
+    async def set_replicas(self, model, decide) -> tuple[int, int] | None:
         """Sets the replicas to `decide(current)` unless it says None; a conflict reads them again."""
         path = f"/apis/apps/v1/namespaces/{model.namespace}/deployments/{model.name}/scale"
         for _ in range(5):
             status, scale = await self.api.request("GET", path)
             if status != 200:
                 raise KubeError(f"GET scale of {model.full_name}: HTTP {status}")
-            wanted = decide(int((scale.get("spec") or {}).get("replicas") or 0))
+            current = int((scale.get("spec") or {}).get("replicas") or 0)
+            wanted = decide(current)
             if wanted is None:
-                return False
+                return None
             scale["spec"] = {"replicas": wanted}
             status, _ = await self.api.request("PUT", path, scale)
             if status == 200:
-                return True
+                return current, wanted
             if status != 409:
                 raise KubeError(f"PUT scale of {model.full_name}: HTTP {status}")
-        return False
+        return None
 
 
 def _age(stamp: str) -> float:

@@ -4,7 +4,8 @@
 - A request for such a model finding no ready replica is held (the balancer's queue) and wakes the
   model: one wake per cold start whatever the number of held requests; the wake itself is a
   compare-and-set of the Deployment's scale from 0 to 1, so several routers wake it once.
-- Every `SWEEP_SECONDS`, for each such model: a router that used it (requests in flight or held)
+- Scaling on load (status.server.inFlightScaling): `scale_on_load`.
+- Every `SWEEP_SECONDS`, for each model scaled to zero: a router that used it (requests in flight or held)
   renews the model's shared activity record at most every tenth of its idle period; one that did
   not use it for the idle period asks the backend to scale it to zero, which the backend does only
   if no router renewed the record within the idle period (compare-and-set again). A model still
@@ -19,6 +20,7 @@ own to see what is written.
 import abc
 import asyncio
 import logging
+import math
 import time
 
 from .table import Model, RoutingTable
@@ -26,6 +28,7 @@ from .table import Model, RoutingTable
 LOG = logging.getLogger("llm_router.scaling")
 SWEEP_SECONDS = 1.0
 WAKE_RECHECK_SECONDS = 10.0
+LOAD_SECONDS = 2.0  # how often a model's load is told, and its replicas decided
 DRAIN_SECONDS = 30.0  # longest a model scaled to zero holds new requests while its replicas still show
 
 
@@ -41,6 +44,14 @@ class ScaleBackend(abc.ABC):
     @abc.abstractmethod
     async def scale_down(self, model: Model, idle_seconds: float) -> bool:
         """Scales the model to 0 unless some router used it within `idle_seconds`; True if written."""
+
+    @abc.abstractmethod
+    async def report(self, model: Model, load: int) -> int:
+        """Records this router's load on the model; returns the sum of every router's recent one."""
+
+    @abc.abstractmethod
+    async def set_replicas(self, model: Model, decide) -> tuple[int, int] | None:
+        """Sets the replicas to `decide(current)` unless it says None; (before, after) when written."""
 
 
 class Autoscaler:
@@ -92,12 +103,18 @@ class Autoscaler:
                     LOG.warning("scaling sweep of model %s: %s", model.full_name, exc)
 
     async def sweep(self, model: Model, now: float) -> None:
-        idle = model.scaling.idle_seconds
         if model.draining and now - model.draining > DRAIN_SECONDS:
             model.draining = 0.0  # its replicas never left the EndpointSlice (the scale was undone)
-        if model.waiters and not model.endpoints:
+        if model.waiters and not model.endpoints and model.holds:
             self.wake(model)  # still held: the count may have gone back to 0 (a scale-down raced the wake)
-        if model.busy:
+        if model.scaling.target is not None:
+            await self.scale_on_load(model, now)
+        if model.scaling.idle_seconds is not None:
+            await self.scale_to_zero(model, now)
+
+    async def scale_to_zero(self, model: Model, now: float) -> None:
+        idle = model.scaling.idle_seconds
+        if model.load:
             model.last_active = now
         if model.last_active > model.renewed:
             if now - model.renewed >= idle / 10:
@@ -124,3 +141,45 @@ class Autoscaler:
         if model.waiters:  # held meanwhile: a wake that read the count before the scale-down is sent again
             model.wake_sent = 0.0
             self.wake(model)
+
+    async def scale_on_load(self, model: Model, now: float) -> None:
+        """Every LOAD_SECONDS: tell the others this router's load, read the sum of every router's, and
+        set the replicas it asks for (ceil(sum / target) within min..max), stabilised: a higher count
+        once every sample of the last `up_seconds` asked for it, a lower one once none of the last
+        `down_seconds` asked for more (each only when this router has samples that old: a restarted
+        router changes nothing before then). A model at zero is left to a request to wake it."""
+        scaling = model.scaling
+        if now - model.reported[1] < LOAD_SECONDS:
+            return
+        load = model.load
+        model.reported = (load, now)
+        total = await self.backend.report(model, load)
+        desired = min(max(math.ceil(total / scaling.target), scaling.min_replicas, 1), scaling.max_replicas)
+        wanted = model.wanted
+        wanted.append((now, desired))
+        while now - wanted[0][0] > max(scaling.up_seconds, scaling.down_seconds) + LOAD_SECONDS:
+            wanted.popleft()
+        up = 0  # no sample as old as the window (a router just started): no scale-up yet either
+        if now - wanted[0][0] >= scaling.up_seconds:
+            up = min(replicas for when, replicas in wanted if now - when <= scaling.up_seconds)
+        down = None
+        if now - wanted[0][0] >= scaling.down_seconds:
+            down = max(replicas for when, replicas in wanted if now - when <= scaling.down_seconds)
+        ready = len(model.endpoints)
+        if ready >= up and (down is None or ready <= down):
+            return  # as many ready replicas as asked: nothing to read or write
+
+        def decide(current: int) -> int | None:
+            if current == 0:
+                return None
+            if current < up:
+                return up
+            if down is not None and current > down:
+                return down
+            return None
+
+        written = await self.backend.set_replicas(model, decide)
+        if written is not None:
+            before, after = written
+            self.metrics.scaled(model.full_name, "up" if after > before else "down")
+            LOG.info("model %s scaled from %d to %d replicas: %d requests in flight", model.full_name, before, after, total)

@@ -10,6 +10,7 @@ refused as ambiguous, listing the full names).
 
 import abc
 import asyncio
+import collections
 import json
 import logging
 import os
@@ -25,14 +26,30 @@ HOLD_PHASES = frozenset(("Idle", "Deploying", SERVING))
 
 
 class Scaling:
-    """What the model's spec hands the router (serve.autoscaling with minReplicas 0): its idle period,
-    and how long a held request may wait for a wake (the model's startup budget)."""
+    """What the operator hands the router for a model (its status.server): scale to zero after
+    `idle_seconds` (None: never), a held request's wait (`startup_seconds`), and scaling on in-flight
+    requests (`target` per replica, None: not), between `min_replicas` and `max_replicas`, a higher
+    count taken once wanted for `up_seconds`, a lower one once wanted for `down_seconds`."""
 
-    __slots__ = ("idle_seconds", "startup_seconds")
+    __slots__ = ("idle_seconds", "startup_seconds", "target", "min_replicas", "max_replicas", "up_seconds", "down_seconds")
 
-    def __init__(self, idle_seconds: float, startup_seconds: float):
+    def __init__(
+        self,
+        idle_seconds: float | None,
+        startup_seconds: float,
+        target: int | None = None,
+        min_replicas: int = 1,
+        max_replicas: int = 1,
+        up_seconds: float = 0.0,
+        down_seconds: float = 300.0,
+    ):
         self.idle_seconds = idle_seconds
         self.startup_seconds = startup_seconds
+        self.target = target
+        self.min_replicas = min_replicas
+        self.max_replicas = max_replicas
+        self.up_seconds = up_seconds
+        self.down_seconds = down_seconds
 
 
 class Endpoint:
@@ -70,6 +87,8 @@ class Model:
         "woken_at",
         "wake_sent",
         "draining",
+        "wanted",
+        "reported",
     )
 
     def __init__(self, namespace: str, name: str):
@@ -89,6 +108,8 @@ class Model:
         self.woken_at = None  # when the wake began, until a replica is ready (the cold start's duration)
         self.wake_sent = 0.0  # when the wake was last sent to the backend
         self.draining = 0.0  # since when it is being scaled to zero: new requests are held, not sent
+        self.wanted = collections.deque()  # (when, replicas) the in-flight load asked for, newest last
+        self.reported = (0, 0.0)  # the load this router last told the others, and when
 
     @property
     def serving(self) -> bool:
@@ -97,11 +118,12 @@ class Model:
     @property
     def holds(self) -> bool:
         """Requests wait for a replica (and wake the model) instead of being refused."""
-        return self.scaling is not None and self.phase in HOLD_PHASES
+        return self.scaling is not None and self.scaling.idle_seconds is not None and self.phase in HOLD_PHASES
 
     @property
-    def busy(self) -> bool:
-        return bool(self.waiters) or any(endpoint.in_flight for endpoint in self.endpoints)
+    def load(self) -> int:
+        """This router's requests for the model: in flight and waiting."""
+        return len(self.waiters or ()) + sum(endpoint.in_flight for endpoint in self.endpoints)
 
 
 class RoutingTable:
@@ -191,7 +213,8 @@ class TableSource(abc.ABC):
 
 class FileSource(TableSource):
     """A JSON file: {"models": [{"namespace", "name", "phase", "reason", "endpoints": ["host:port"],
-    "scaling": {"idleSeconds", "startupSeconds"} (optional: the router scales the model to zero)}]}.
+    "scaling": {"idleSeconds", "startupSeconds", "inFlight"} (optional: the router scales the model;
+    "inFlight" as status.server.inFlightScaling)}]}.
 
     For local runs and tests; re-read when its modification time changes (checked each `interval`).
     """
@@ -221,6 +244,19 @@ class FileSource(TableSource):
             await asyncio.sleep(self.interval)
 
 
+def in_flight(spec: dict | None) -> tuple:
+    """Scaling's in-flight arguments from status.server.inFlightScaling (or a table file's "inFlight")."""
+    if not spec:
+        return ()
+    return (
+        int(spec["targetPerReplica"]),
+        int(spec["minReplicas"]),
+        int(spec["maxReplicas"]),
+        float(spec.get("scaleUpStabilizationSeconds", 0)),
+        float(spec.get("scaleDownStabilizationSeconds", 300)),
+    )
+
+
 def apply_document(table: RoutingTable, document: dict) -> None:
     """Makes the table say what the document says: models gone from it are removed."""
     wanted = set()
@@ -229,7 +265,7 @@ def apply_document(table: RoutingTable, document: dict) -> None:
         wanted.add(f"{namespace}/{name}")
         scaling = entry.get("scaling")
         if scaling is not None:
-            scaling = Scaling(scaling["idleSeconds"], scaling["startupSeconds"])
+            scaling = Scaling(scaling.get("idleSeconds"), scaling["startupSeconds"], *in_flight(scaling.get("inFlight")))
         table.set_model(
             namespace, name, entry.get("phase", SERVING), entry.get("reason", ""), entry.get("created", 0), scaling
         )

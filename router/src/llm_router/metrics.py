@@ -7,7 +7,12 @@ A hand-written registry because an update here is a dict increment on the reques
 
 import bisect
 import collections
+import re
 
+# The numbers of an OpenAI `usage` object: what follows `"usage":` up to its first `}` (nested
+# *_details objects come after these fields in every server's output we know; llama.cpp, vLLM, OpenAI).
+USAGE = re.compile(rb'"usage"\s*:\s*\{[^}]*')
+USAGE_FIELD = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d+)')
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
@@ -38,6 +43,9 @@ class Metrics:
         self.cold_starts = collections.Counter()  # model: wakes begun (a held request found no replica)
         self.cold_start_latency = collections.defaultdict(Histogram)  # model: wake until a ready replica
         self.scale_events = collections.Counter()  # (model, direction): scale writes this router made
+        self.first_byte_latency = collections.defaultdict(Histogram)  # model: until the first body byte
+        self.duration = collections.defaultdict(Histogram)  # model: until the response's end
+        self.tokens = collections.Counter()  # (model, kind): prompt or completion, as the server reported
 
     def request_done(self, model: str, code: int) -> None:
         self.requests[(model, code)] += 1
@@ -59,6 +67,19 @@ class Metrics:
 
     def scaled(self, model: str, direction: str) -> None:
         self.scale_events[(model, direction)] += 1
+
+    def usage(self, model: str, tail: bytes) -> None:
+        """Counts the tokens of the last `usage` object in the end of an answer (a JSON body, or a
+        stream's last chunks with `stream_options.include_usage`); nothing when there is none."""
+        start = tail.rfind(b'"usage"')
+        if start < 0:
+            return
+        found = USAGE.match(tail, start)
+        if found is None:  # "usage": null, as vLLM writes it in every chunk but the last
+            return
+        tokens = self.tokens
+        for kind, count in USAGE_FIELD.findall(found.group()):
+            tokens[(model, kind.decode())] += int(count)
 
     def render(self) -> bytes:
         lines = []
@@ -114,9 +135,16 @@ class Metrics:
             (
                 "scale_events_total",
                 "counter",
-                "Writes of a model's replica count this router made: up (a wake from 0) or down (to 0).",
+                "Writes of a model's replica count this router made, up or down (a wake, the idle rule, the load).",
                 ("model", "direction"),
                 self.scale_events,
+            ),
+            (
+                "tokens_total",
+                "counter",
+                "Tokens the model's server reported in its answers' usage, by kind (prompt, completion).",
+                ("model", "kind"),
+                self.tokens,
             ),
         ):
             family(name, kind, text)
@@ -139,6 +167,16 @@ class Metrics:
                 "cold_start_seconds",
                 "Time from a model's wake until its first ready replica.",
                 self.cold_start_latency,
+            ),
+            (
+                "upstream_first_byte_seconds",
+                "Time until the first body byte from the model's server (a stream's first token).",
+                self.first_byte_latency,
+            ),
+            (
+                "upstream_duration_seconds",
+                "Time until the model's server ended its answer.",
+                self.duration,
             ),
         ):
             family(name, "histogram", text)

@@ -102,6 +102,7 @@ class Router:
             await asyncio.sleep(0.05)
         for task in list(self.app.tasks) + self.background:
             task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)  # the watches and the sweeps end here
         for client in list(self.connections):
             client.close()
         for model in self.table.models.values():

@@ -23,7 +23,7 @@ from llm_router.table import apply_document  # noqa: E402
 class Stack:
     """A router and its fake replicas; `table` is what a source would have said."""
 
-    def __init__(self, replicas: int, **settings):
+    def __init__(self, replicas: int, scale_backend=None, **settings):
         self.loop = uvloop.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -44,7 +44,7 @@ class Stack:
         )
         defaults.update(settings)
         self.settings = Settings(**defaults)
-        self.router = Router(self.settings)
+        self.router = Router(self.settings, scale_backend=scale_backend)
         self.call(self.router.start())
         self.port = self.router.port
 
@@ -106,8 +106,8 @@ class Stack:
 def stack_factory():
     made = []
 
-    def make(replicas: int = 2, models=None, **settings) -> Stack:
-        stack = Stack(replicas, **settings)
+    def make(replicas: int = 2, models=None, scale_backend=None, **settings) -> Stack:
+        stack = Stack(replicas, scale_backend, **settings)
         made.append(stack)
         stack.serve(models(stack) if models else [stack.model()])
         return stack

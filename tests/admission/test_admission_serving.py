@@ -39,6 +39,42 @@ INVALID = {
         serving(runtime="vllm", autoscaling={"maxReplicas": 3, "metric": {"name": "a b", "averageValue": 5}}),
         "spec.serve.autoscaling.metric.name must be a metric name",
     ),
+    "min below zero": (
+        serving(runtime="vllm", autoscaling={"minReplicas": -1, "maxReplicas": 1}),
+        "spec.serve.autoscaling.minReplicas must be at least 0",
+    ),
+    "zero with a cpu target": (
+        serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "targetCPUUtilizationPercentage": 70}),
+        "spec.serve.autoscaling.minReplicas 0 is scaled by the router, not by an HPA",
+    ),
+    "zero with a metric": (
+        serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "metric": {"name": "q", "averageValue": "1"}}),
+        "spec.serve.autoscaling.minReplicas 0 is scaled by the router, not by an HPA",
+    ),
+    "zero to more than one": (
+        serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 3}),
+        "spec.serve.autoscaling.maxReplicas must be 1 with minReplicas 0",
+    ),
+    "in flight with a cpu target": (
+        serving(runtime="vllm", autoscaling={"maxReplicas": 3, "targetInFlightRequests": 4, "targetCPUUtilizationPercentage": 70}),
+        "spec.serve.autoscaling.targetInFlightRequests is the router's target",
+    ),
+    "in flight of zero": (
+        serving(runtime="vllm", autoscaling={"maxReplicas": 3, "targetInFlightRequests": 0}),
+        "spec.serve.autoscaling.targetInFlightRequests must be between 1 and 10000",
+    ),
+    "stabilisation without in flight": (
+        serving(runtime="vllm", autoscaling={"maxReplicas": 3, "scaleDownStabilizationSeconds": 60}),
+        "apply only with targetInFlightRequests",
+    ),
+    "idleSeconds without zero": (
+        serving(runtime="vllm", autoscaling={"minReplicas": 1, "maxReplicas": 2, "idleSeconds": 60}),
+        "spec.serve.autoscaling.idleSeconds applies only with minReplicas 0",
+    ),
+    "idleSeconds too short": (
+        serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "idleSeconds": 5}),
+        "spec.serve.autoscaling.idleSeconds must be between 30 and 86400",
+    ),
     "modelFile with ..": (serving(runtime="llamacpp", modelFile="../other/secret.gguf"), "spec.serve.modelFile must not contain '..'"),
     "modelFile with inner ..": (serving(runtime="llamacpp", modelFile="a/../../b.gguf"), "spec.serve.modelFile must not contain '..'"),
     "modelFile absolute": (serving(runtime="ollama", modelFile="/etc/passwd"), "spec.serve.modelFile must be relative to the weights volume"),
@@ -80,6 +116,12 @@ VALID = {
     "vllm autoscaled on a metric": serving(
         runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 4, "metric": {"name": "vllm:num_requests_waiting", "averageValue": "500m"}},
     ),
+    "scale to zero": serving(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "idleSeconds": 600}),
+    "in flight from zero": serving(runtime="vllm", autoscaling={
+        "minReplicas": 0, "maxReplicas": 4, "targetInFlightRequests": 8, "scaleUpStabilizationSeconds": 10,
+        "scaleDownStabilizationSeconds": 120}),
+    "in flight from one": serving(runtime="vllm", autoscaling={"maxReplicas": 2, "targetInFlightRequests": 8}),
+    "scale to zero, default idle": serving(runtime="llamacpp", autoscaling={"minReplicas": 0, "maxReplicas": 1}),
     "llamacpp everything": {
         **llmmodel(serve={"runtime": "llamacpp", "modelFile": "q4/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf", "replicas": 3,
                           "startupTimeout": "1h30m", "healthPath": "/health", "port": 9000, "image": "registry.example/llama:1",

@@ -63,6 +63,19 @@ CASES = {
         model(runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 5}),
         deployment={"metadata": {"name": "m"}, "spec": {"replicas": 9}},
     ),
+    "to zero new": case(model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1})),
+    "to zero idle": case(
+        model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "idleSeconds": 120}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 0}, "status": {}},
+    ),
+    "to zero woken": case(
+        model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 1}, "status": {}},
+    ),
+    "in flight": case(
+        model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 4, "targetInFlightRequests": 8}),
+        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 3}, "status": {}},
+    ),
     "autoscaling one": case(model(runtime="vllm", autoscaling={"maxReplicas": 1, "targetCPUUtilizationPercentage": 60})),
     "weights not ready": case(model(runtime="llamacpp"), weights_ready=False, job_state="running", pulled={"gguf": "x.gguf", "size": GIB}),
     "autoscaling removed": case(model(runtime="vllm"), deployment={
@@ -296,6 +309,47 @@ def test_autoscaling_keeps_the_replicas_the_hpa_set(rendered):
 
 def test_autoscaling_brings_the_kept_count_into_its_range(rendered):
     assert rendered["autoscaling above max"]["objects"]["Deployment"]["spec"]["replicas"] == 5
+
+
+def test_scale_to_zero_has_no_hpa_and_a_new_deployment_starts_with_one_replica(rendered):
+    result = rendered["to zero new"]
+    assert "HorizontalPodAutoscaler" not in result["objects"]
+    deployment = result["objects"]["Deployment"]
+    assert deployment["spec"]["replicas"] == 1
+    assert CHILDREN_ANNOTATION not in deployment["metadata"]["annotations"]
+    server = result["state"]["status"]["server"]
+    assert server["idleSeconds"] == 300 and server["replicas"] is None
+    assert server["autoscaling"].startswith("router: scaled to zero after 300 s")
+
+
+def test_the_role_keeps_the_count_the_router_set(rendered):
+    """Zero stays zero and one stays one: the role never writes over the router's scale."""
+    assert rendered["to zero idle"]["objects"]["Deployment"]["spec"]["replicas"] == 0
+    assert rendered["to zero woken"]["objects"]["Deployment"]["spec"]["replicas"] == 1
+
+
+def test_a_model_at_zero_is_idle_not_serving_nor_degraded(rendered):
+    status = rendered["to zero idle"]["state"]["status"]
+    assert status["phase"] == "Idle"
+    ready = next(c for c in rendered["to zero idle"]["state"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ScaledToZero")
+    assert "120 s" in ready["message"] and "llm-operator-router" in ready["message"]
+    assert status["inferenceURL"] is None and status["server"]["idleSeconds"] == 120
+    # woken, not ready yet: the model loads (Deploying), it is not idle any more
+    assert rendered["to zero woken"]["state"]["status"]["phase"] == "Deploying"
+
+
+def test_in_flight_scaling_is_the_routers_with_its_defaults(rendered):
+    result = rendered["in flight"]
+    assert "HorizontalPodAutoscaler" not in result["objects"]
+    assert result["objects"]["Deployment"]["spec"]["replicas"] == 3  # the router's count, kept
+    server = result["state"]["status"]["server"]
+    assert server["inFlightScaling"] == {"targetPerReplica": 8, "minReplicas": 0, "maxReplicas": 4,
+                                         "scaleUpStabilizationSeconds": 0, "scaleDownStabilizationSeconds": 300}
+    assert server["idleSeconds"] == 300
+    assert server["autoscaling"] == ("router: 0-4 replicas, 8 requests in flight per replica, "
+                                     "scaled to zero after 300 s without a request")
+    assert rendered["autoscaling new"]["state"]["status"]["server"]["inFlightScaling"] is None
 
 
 def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):

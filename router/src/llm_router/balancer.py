@@ -3,6 +3,10 @@
 A replica has room while it has fewer than `max_in_flight` of the router's requests (0: always).
 When none has, a request waits in its model's queue: at most `queue_length` wait (one more: 429), each
 at most `queue_timeout` seconds (then 504). A replica that frees up or appears wakes the oldest.
+
+A model the router scales to zero (scaling.py) that has no ready replica holds its requests in the
+same queue (at most `queue_length`, 429 beyond) for at most its wake timeout (the model's startup
+budget unless `--wake-timeout` is set; then 503 with the model's phase and reason) and is woken.
 """
 
 import asyncio
@@ -14,11 +18,13 @@ from .table import Endpoint, Model, RoutingTable
 
 
 class Balancer:
-    def __init__(self, table: RoutingTable, max_in_flight: int, queue_length: int, queue_timeout: float, metrics):
-        self.max_in_flight = max_in_flight
-        self.queue_length = queue_length
-        self.queue_timeout = queue_timeout
+    def __init__(self, table: RoutingTable, settings, metrics, autoscaler=None):
+        self.max_in_flight = settings.max_in_flight_per_replica
+        self.queue_length = settings.queue_length
+        self.queue_timeout = settings.queue_timeout
+        self.retry_after = settings.retry_after
         self.metrics = metrics
+        self.autoscaler = autoscaler
         table.on_endpoints_added = self._wake_all
 
     def pick(self, model: Model, exclude: Endpoint | None = None) -> Endpoint | None:
@@ -39,19 +45,24 @@ class Balancer:
         return best
 
     async def acquire(self, model: Model, exclude: Endpoint | None = None) -> Endpoint:
-        endpoint = self.pick(model, exclude)
+        endpoint = None if model.draining else self.pick(model, exclude)
         if endpoint is None:
             endpoint = await self._wait(model, exclude)
         endpoint.in_flight += 1
+        if model.scaling is not None:
+            model.last_active = time.monotonic()
         return endpoint
 
     def release(self, model: Model, endpoint: Endpoint) -> None:
         endpoint.in_flight -= 1
+        if model.scaling is not None:
+            model.last_active = time.monotonic()
         if model.waiters:
             self._wake(model)
 
     async def _wait(self, model: Model, exclude: Endpoint | None) -> Endpoint:
-        if not [endpoint for endpoint in model.endpoints if endpoint is not exclude]:
+        cold = self.autoscaler is not None and model.holds and (not model.endpoints or bool(model.draining))
+        if not cold and not [endpoint for endpoint in model.endpoints if endpoint is not exclude]:
             raise RouterError(
                 503,
                 "model_not_ready",
@@ -72,18 +83,32 @@ class Balancer:
         model.waiters.append(waiter)
         started = time.monotonic()
         self.metrics.queued(model.full_name, 1)
+        timeout = self.queue_timeout
+        if cold:
+            model.last_active = started
+            timeout = self.autoscaler.timeout(model)
+            self.autoscaler.wake(model)
         try:
             while True:
-                remaining = self.queue_timeout - (time.monotonic() - started)
+                remaining = timeout - (time.monotonic() - started)
                 if remaining <= 0:
                     raise TimeoutError
                 await asyncio.wait_for(waiter, remaining)
-                endpoint = self.pick(model, exclude)
+                endpoint = None if model.draining else self.pick(model, exclude)
                 if endpoint is not None:
                     return endpoint
                 waiter = asyncio.get_running_loop().create_future()
                 model.waiters.appendleft(waiter)  # woken but beaten to the room: keep its place
         except TimeoutError:
+            if cold:
+                reason = f", reason {model.reason}" if model.reason else ""
+                raise RouterError(
+                    503,
+                    "model_not_ready",
+                    f"Model {model.full_name} was woken but had no ready replica within {timeout:g} s "
+                    f"(phase {model.phase}{reason}); retry in {self.retry_after} s.",
+                    retry_after=self.retry_after,
+                ) from None
             raise RouterError(
                 504,
                 "queue_timeout",
@@ -106,4 +131,6 @@ class Balancer:
                     return
 
     def _wake_all(self, model: Model) -> None:
+        if self.autoscaler is not None:
+            self.autoscaler.ready(model)
         self._wake(model, everyone=True)

@@ -34,6 +34,8 @@ class Settings:
     queue_length: int = 100  # requests per model waiting for a replica with room
     queue_timeout: float = 30.0
     max_in_flight_per_replica: int = 0  # 0: no limit, requests never queue for room
+    wake_timeout: float = 0.0  # a request held for a model at zero; 0: the model's startup budget
+    lease_namespace: str = ""  # where the activity Leases of scaled models live; "": the router's own
     retry_after: int = 10  # seconds, in a 503's Retry-After
     pool_idle_timeout: float = 4.0  # below the servers' own keep-alive (uvicorn 5 s), so a pooled
     #                                 connection is not closed by the server just as it is reused

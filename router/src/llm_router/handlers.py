@@ -67,7 +67,7 @@ class App:
             raise RouterError(400, "invalid_json", "The request body must be a JSON object.")
         requested = body.get("model")
         model = self.table.resolve(requested, allowed)
-        if not model.serving:
+        if not model.serving and not model.holds:
             reason = f", reason {model.reason}" if model.reason else ""
             raise RouterError(
                 503,

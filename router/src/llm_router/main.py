@@ -14,6 +14,7 @@ from .balancer import Balancer
 from .handlers import AdminApp, App
 from .metrics import Metrics
 from .proxy import Forwarder
+from .scaling import Autoscaler
 from .server import ClientConnection
 from .table import FileSource, RoutingTable, TableSource
 
@@ -24,15 +25,15 @@ SWEEP_INTERVAL = 0.5
 class Router:
     """Everything one router process runs; tests start it on 127.0.0.1 with a port of 0."""
 
-    def __init__(self, settings: config.Settings, source: TableSource | None = None):
+    def __init__(self, settings: config.Settings, source: TableSource | None = None, scale_backend=None):
         self.settings = settings
         self.table = RoutingTable()
         self.source = source or make_source(settings)
         self.metrics = Metrics()
         self.keys = KeyStore(settings.api_keys_file, settings.reload_interval)
-        self.balancer = Balancer(
-            self.table, settings.max_in_flight_per_replica, settings.queue_length, settings.queue_timeout, self.metrics
-        )
+        backend = scale_backend or make_scale_backend(settings, self.source)
+        self.autoscaler = Autoscaler(backend, self.metrics, settings.wake_timeout) if backend is not None else None
+        self.balancer = Balancer(self.table, settings, self.metrics, self.autoscaler)
         self.app = App(
             settings,
             self.table,
@@ -55,6 +56,8 @@ class Router:
             self.background.append(loop.create_task(self.keys.run()))
         if self.source is not None:
             self.background.append(loop.create_task(self.source.run(self.table)))
+        if self.autoscaler is not None:
+            self.background.append(loop.create_task(self.autoscaler.run(self.table)))
         public = await loop.create_server(
             lambda: ClientConnection(self.app, settings, self.connections),
             host=None if sock else settings.host,
@@ -99,6 +102,7 @@ class Router:
             await asyncio.sleep(0.05)
         for task in list(self.app.tasks) + self.background:
             task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)  # the watches and the sweeps end here
         for client in list(self.connections):
             client.close()
         for model in self.table.models.values():
@@ -120,6 +124,15 @@ def make_source(settings: config.Settings) -> TableSource | None:
         namespaces = frozenset(filter(None, settings.namespaces.split(","))) or None
         return KubeSource(api, namespaces)
     return None
+
+
+def make_scale_backend(settings: config.Settings, source: TableSource | None):
+    """The cluster's scaler when the models come from the cluster; none otherwise (a table file)."""
+    from .kube import KubeScaler, KubeSource, pod_namespace
+
+    if not isinstance(source, KubeSource):
+        return None
+    return KubeScaler(source.api, settings.lease_namespace or pod_namespace())
 
 
 class _Synced:

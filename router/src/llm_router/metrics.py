@@ -40,6 +40,9 @@ class Metrics:
         self.upstream_errors = collections.Counter()  # (model, kind)
         self.upstream_latency = collections.defaultdict(Histogram)  # model: until response headers
         self.wait_latency = collections.defaultdict(Histogram)  # model: in the queue
+        self.cold_starts = collections.Counter()  # model: wakes begun (a held request found no replica)
+        self.cold_start_latency = collections.defaultdict(Histogram)  # model: wake until a ready replica
+        self.scale_events = collections.Counter()  # (model, direction): scale writes this router made
         self.first_byte_latency = collections.defaultdict(Histogram)  # model: until the first body byte
         self.duration = collections.defaultdict(Histogram)  # model: until the response's end
         self.tokens = collections.Counter()  # (model, kind): prompt or completion, as the server reported
@@ -55,6 +58,15 @@ class Metrics:
 
     def queue_wait(self, model: str, seconds: float) -> None:
         self.wait_latency[model].observe(seconds)
+
+    def cold_started(self, model: str) -> None:
+        self.cold_starts[model] += 1
+
+    def cold_start(self, model: str, seconds: float) -> None:
+        self.cold_start_latency[model].observe(seconds)
+
+    def scaled(self, model: str, direction: str) -> None:
+        self.scale_events[(model, direction)] += 1
 
     def usage(self, model: str, tail: bytes) -> None:
         """Counts the tokens of the last `usage` object in the end of an answer (a JSON body, or a
@@ -114,6 +126,20 @@ class Metrics:
                 self.upstream_errors,
             ),
             (
+                "cold_starts_total",
+                "counter",
+                "Wakes of a model at zero begun by a held request.",
+                ("model",),
+                self.cold_starts,
+            ),
+            (
+                "scale_events_total",
+                "counter",
+                "Writes of a model's replica count this router made, up or down (a wake, the idle rule, the load).",
+                ("model", "direction"),
+                self.scale_events,
+            ),
+            (
                 "tokens_total",
                 "counter",
                 "Tokens the model's server reported in its answers' usage, by kind (prompt, completion).",
@@ -132,7 +158,16 @@ class Metrics:
                 "Time until the model's server sent its response headers.",
                 self.upstream_latency,
             ),
-            ("queue_wait_seconds", "Time a request waited for a replica with room.", self.wait_latency),
+            (
+                "queue_wait_seconds",
+                "Time a request waited for a replica with room, or for a model at zero to wake.",
+                self.wait_latency,
+            ),
+            (
+                "cold_start_seconds",
+                "Time from a model's wake until its first ready replica.",
+                self.cold_start_latency,
+            ),
             (
                 "upstream_first_byte_seconds",
                 "Time until the first body byte from the model's server (a stream's first token).",

@@ -10,14 +10,46 @@ refused as ambiguous, listing the full names).
 
 import abc
 import asyncio
+import collections
 import json
 import logging
 import os
+import time
 
 from .errors import RouterError, shown
 
 LOG = logging.getLogger("llm_router.table")
 SERVING = "Serving"
+# Phases in which a model the router scales is held for rather than refused: at zero (the operator's
+# phase for it), starting after a wake, or serving with no ready replica for a moment.
+HOLD_PHASES = frozenset(("Idle", "Deploying", SERVING))
+
+
+class Scaling:
+    """What the operator hands the router for a model (its status.server): scale to zero after
+    `idle_seconds` (None: never), a held request's wait (`startup_seconds`), and scaling on in-flight
+    requests (`target` per replica, None: not), between `min_replicas` and `max_replicas`, a higher
+    count taken once wanted for `up_seconds`, a lower one once wanted for `down_seconds`."""
+
+    __slots__ = ("idle_seconds", "startup_seconds", "target", "min_replicas", "max_replicas", "up_seconds", "down_seconds")
+
+    def __init__(
+        self,
+        idle_seconds: float | None,
+        startup_seconds: float,
+        target: int | None = None,
+        min_replicas: int = 1,
+        max_replicas: int = 1,
+        up_seconds: float = 0.0,
+        down_seconds: float = 300.0,
+    ):
+        self.idle_seconds = idle_seconds
+        self.startup_seconds = startup_seconds
+        self.target = target
+        self.min_replicas = min_replicas
+        self.max_replicas = max_replicas
+        self.up_seconds = up_seconds
+        self.down_seconds = down_seconds
 
 
 class Endpoint:
@@ -38,7 +70,26 @@ class Endpoint:
 
 
 class Model:
-    __slots__ = ("namespace", "name", "full_name", "phase", "reason", "endpoints", "created", "waiters", "_next")
+    __slots__ = (
+        "namespace",
+        "name",
+        "full_name",
+        "phase",
+        "reason",
+        "endpoints",
+        "created",
+        "waiters",
+        "_next",
+        "scaling",
+        "last_active",
+        "renewed",
+        "waking",
+        "woken_at",
+        "wake_sent",
+        "draining",
+        "wanted",
+        "reported",
+    )
 
     def __init__(self, namespace: str, name: str):
         self.namespace = namespace
@@ -50,10 +101,29 @@ class Model:
         self.created = 0
         self.waiters = None  # the balancer's queue of requests waiting for room
         self._next = 0  # where the next tie among equally loaded endpoints is broken
+        self.scaling: Scaling | None = None  # set when the router scales this model (to zero and back)
+        self.last_active = time.monotonic()  # a new (or restarted) router counts idleness from now
+        self.renewed = self.last_active  # when this router last told the others it used the model (the Lease)
+        self.waking = None  # the last wake's task (kept referenced while it runs)
+        self.woken_at = None  # when the wake began, until a replica is ready (the cold start's duration)
+        self.wake_sent = 0.0  # when the wake was last sent to the backend
+        self.draining = 0.0  # since when it is being scaled to zero: new requests are held, not sent
+        self.wanted = collections.deque()  # (when, replicas) the in-flight load asked for, newest last
+        self.reported = (0, 0.0)  # the load this router last told the others, and when
 
     @property
     def serving(self) -> bool:
         return self.phase == SERVING
+
+    @property
+    def holds(self) -> bool:
+        """Requests wait for a replica (and wake the model) instead of being refused."""
+        return self.scaling is not None and self.scaling.idle_seconds is not None and self.phase in HOLD_PHASES
+
+    @property
+    def load(self) -> int:
+        """This router's requests for the model: in flight and waiting."""
+        return len(self.waiters or ()) + sum(endpoint.in_flight for endpoint in self.endpoints)
 
 
 class RoutingTable:
@@ -63,13 +133,15 @@ class RoutingTable:
         self.on_endpoints_added = None  # the balancer's hook: wakes requests waiting for room
 
     # --- what a source calls -------------------------------------------------------------------
-    def set_model(self, namespace: str, name: str, phase: str, reason: str = "", created: int = 0) -> Model:
+    def set_model(
+        self, namespace: str, name: str, phase: str, reason: str = "", created: int = 0, scaling: Scaling | None = None
+    ) -> Model:
         full = f"{namespace}/{name}"
         model = self.models.get(full)
         if model is None:
             model = self.models[full] = Model(namespace, name)
             self._by_name.setdefault(name, []).append(model)
-        model.phase, model.reason, model.created = phase, reason, created
+        model.phase, model.reason, model.created, model.scaling = phase, reason, created, scaling
         return model
 
     def remove_model(self, namespace: str, name: str) -> None:
@@ -94,7 +166,9 @@ class RoutingTable:
         for gone in kept.values():
             gone.close()
         model.endpoints = endpoints
-        if endpoints and self.on_endpoints_added is not None:
+        if not endpoints:
+            model.draining = 0.0  # a scale to zero is done: requests held meanwhile wake the model
+        elif self.on_endpoints_added is not None:
             self.on_endpoints_added(model)
 
     # --- what the handlers call ---------------------------------------------------------------
@@ -138,7 +212,9 @@ class TableSource(abc.ABC):
 
 
 class FileSource(TableSource):
-    """A JSON file: {"models": [{"namespace", "name", "phase", "reason", "endpoints": ["host:port"]}]}.
+    """A JSON file: {"models": [{"namespace", "name", "phase", "reason", "endpoints": ["host:port"],
+    "scaling": {"idleSeconds", "startupSeconds", "inFlight"} (optional: the router scales the model;
+    "inFlight" as status.server.inFlightScaling)}]}.
 
     For local runs and tests; re-read when its modification time changes (checked each `interval`).
     """
@@ -168,13 +244,31 @@ class FileSource(TableSource):
             await asyncio.sleep(self.interval)
 
 
+def in_flight(spec: dict | None) -> tuple:
+    """Scaling's in-flight arguments from status.server.inFlightScaling (or a table file's "inFlight")."""
+    if not spec:
+        return ()
+    return (
+        int(spec["targetPerReplica"]),
+        int(spec["minReplicas"]),
+        int(spec["maxReplicas"]),
+        float(spec.get("scaleUpStabilizationSeconds", 0)),
+        float(spec.get("scaleDownStabilizationSeconds", 300)),
+    )
+
+
 def apply_document(table: RoutingTable, document: dict) -> None:
     """Makes the table say what the document says: models gone from it are removed."""
     wanted = set()
     for entry in document.get("models", []):
         namespace, name = entry["namespace"], entry["name"]
         wanted.add(f"{namespace}/{name}")
-        table.set_model(namespace, name, entry.get("phase", SERVING), entry.get("reason", ""), entry.get("created", 0))
+        scaling = entry.get("scaling")
+        if scaling is not None:
+            scaling = Scaling(scaling.get("idleSeconds"), scaling["startupSeconds"], *in_flight(scaling.get("inFlight")))
+        table.set_model(
+            namespace, name, entry.get("phase", SERVING), entry.get("reason", ""), entry.get("created", 0), scaling
+        )
         addresses = []
         for address in entry.get("endpoints", []):
             host, _, port = address.rpartition(":")

@@ -1,0 +1,139 @@
+"""Scale to zero and back on the real node (issue 26): SmolLM2 with `minReplicas: 0` serves, goes
+`Idle` at zero after its idle period, answers its first request through the router with no error
+(the router holds it while it wakes the model), and goes back to zero after its idle period.
+
+The router runs on this machine (`--kube` with the cluster's kubeconfig) and reaches the server pod
+on the real node's bridge. The operator is the Helm-installed one of the suite, or, with
+LLM_E2E_LOCAL_OPERATOR=1, one already running from this checkout (`make operator-start`), to try a
+change of the role without building its image.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import uuid
+
+import pytest
+from e2e_helpers import MODEL_FILE, REPO, kubectl, llmmodel, node, wait_until
+
+NAME = "smollm2-zero"
+IDLE_SECONDS = 30
+ROUTER_PYTHON = os.environ.get("LLM_ROUTER_PYTHON", str(REPO / ".venv-router" / "bin" / "python"))
+
+
+@pytest.fixture
+def namespace(api, request):
+    """A namespace of the real node, restricted Pod Security, once the operator under test runs."""
+    if os.environ.get("LLM_E2E_LOCAL_OPERATOR") != "1":
+        request.getfixturevalue("operator")
+    name = f"e2e-zero-{uuid.uuid4().hex[:6]}"
+    manifest = node.real_namespace(name)
+    manifest["metadata"]["labels"] = {"llm-operator-test": "e2e", "pod-security.kubernetes.io/enforce": "restricted"}
+    kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
+    yield name
+    kubectl("delete", "llmmodels", "--all", "-n", name, "--timeout=180s", check=False, timeout=200)
+    kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def router(namespace, tmp_path):
+    """The router on 127.0.0.1, serving the test namespace's models, its Leases there too."""
+    config = tmp_path / "kubeconfig.json"
+    config.write_text(kubectl("config", "view", "--raw", "-o", "json").stdout)
+    port, admin = free_port(), free_port()
+    log = open(tmp_path / "router.log", "wb")  # noqa: SIM115 (closed below)
+    process = subprocess.Popen(
+        [ROUTER_PYTHON, "-m", "llm_router", "--kube", str(config), "--namespaces", namespace,
+         "--lease-namespace", namespace, "--host", "127.0.0.1", "--port", str(port), "--admin-port", str(admin)],
+        env={**os.environ, "PYTHONPATH": str(REPO / "router" / "src")}, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until("the router's routing table", lambda: get(admin, "/readyz")[0] == 200, 60,
+                   lambda: (tmp_path / "router.log").read_text()[-2000:])
+        yield port, admin
+    finally:
+        process.terminate()
+        process.wait(30)
+        log.close()
+        sys.stdout.write((tmp_path / "router.log").read_text()[-3000:])
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def model_status(namespace: str) -> dict:
+    return json.loads(kubectl("get", "llmmodel", NAME, "-n", namespace, "-o", "json").stdout).get("status", {})
+
+
+def replicas(namespace: str) -> int:
+    return json.loads(kubectl("get", "deployment", NAME, "-n", namespace, "-o", "json").stdout)["spec"]["replicas"]
+
+
+def describe(namespace: str):
+    return lambda: kubectl("get", "llmmodels,deployments,pods", "-n", namespace, "-o", "wide", check=False).stdout
+
+
+def wait_idle(namespace: str, timeout: float) -> dict:
+    wait_until(f"{NAME} Idle at zero", lambda: model_status(namespace).get("phase") == "Idle", timeout, describe(namespace))
+    status = model_status(namespace)
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ScaledToZero"), ready
+    assert "inferenceURL" not in status or status["inferenceURL"] is None, status
+    assert replicas(namespace) == 0
+    assert "Idle" in kubectl("get", "llmmodels", "-n", namespace).stdout
+    return status
+
+
+def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespace, model_server, model_sha256, router):
+    port, admin = router
+    path = f"/models/{MODEL_FILE.name}"
+    body = llmmodel(NAME, {"url": model_server.url + path, "sha256": model_sha256}, None, purge=True)
+    body["spec"]["serve"]["autoscaling"] = {"minReplicas": 0, "maxReplicas": 1, "idleSeconds": IDLE_SECONDS}
+    kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(body))
+
+    # A new Deployment starts with one replica: the model shows it serves, then goes idle.
+    wait_until(f"{NAME} Serving", lambda: model_status(namespace).get("phase") == "Serving", 600, describe(namespace))
+    assert model_status(namespace)["server"]["idleSeconds"] == IDLE_SECONDS
+    wait_idle(namespace, IDLE_SECONDS + 90)
+    listed = json.loads(get(port, "/v1/models")[1])["data"]
+    assert [(m["id"], m["status"]["phase"]) for m in listed] == [(f"{namespace}/{NAME}", "Idle")]
+
+    started = time.monotonic()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    connection.request("POST", "/v1/chat/completions", body=json.dumps({
+        "model": NAME, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+        "max_tokens": 16, "temperature": 0}), headers={"content-type": "application/json"})
+    response = connection.getresponse()
+    reply = json.loads(response.read())
+    woken_in = time.monotonic() - started
+    assert response.status == 200, reply
+    assert reply["choices"][0]["message"]["content"].strip(), reply
+    print(f"\nfirst request after zero answered in {woken_in:.1f}s")
+    metrics = get(admin, "/metrics")[1]
+    model = f'model="{namespace}/{NAME}"'
+    assert f"llm_router_cold_starts_total{{{model}}} 1" in metrics
+    assert f'llm_router_scale_events_total{{{model},direction="up"}} 1' in metrics
+    assert f'llm_router_requests_total{{{model},code="200"}} 1' in metrics
+
+    wait_idle(namespace, IDLE_SECONDS + 90)
+    assert f'llm_router_scale_events_total{{{model},direction="down"}} 2' in get(admin, "/metrics")[1]

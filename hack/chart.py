@@ -14,6 +14,9 @@ config/prometheus with kustomize, exactly as `make deploy` would, and writes int
   hooked in where a platform team sets them (image, replicas, resources, security contexts,
   placement, log level, the environment the role reads);
 - templates/monitoring/*.yaml: the objects of config/prometheus, behind monitoring.enabled;
+- templates/router/*.yaml: the router's objects (config/router, labelled its component), behind
+  router.enabled, its Deployment with the router.* values hooked in (image, replicas, served
+  namespaces, resources, placement) and its PodDisruptionBudget only with more than one replica;
 - the "(make chart)" values of values.yaml (the manager's defaults) and the runtime presets of
   values.schema.json (from roles/llmmodel/defaults/main.yml).
 
@@ -82,6 +85,17 @@ tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with $.Values.affinity }}
 affinity: {{- toYaml . | nindent 2 }}
+{{- end }}"""
+ROUTER_LABEL = ("app.kubernetes.io/component", "router")
+ROUTER_ENABLED = "$.Values.router.enabled"
+# The router's objects that render under a condition of their own (besides router.enabled).
+ROUTER_CONDITIONS = {"PodDisruptionBudget": f"and {ROUTER_ENABLED} (gt (int $.Values.router.replicas) 1)"}
+ROUTER_PLACEMENT = """\
+{{- with $.Values.router.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $.Values.router.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}"""
 MAX_FULLNAME = 28  # _helpers.tpl: the longest Service name built on the fullname must stay within 63
 
@@ -264,6 +278,47 @@ def manager_deployment(deployment: dict, renamer: Renamer, base_name: str) -> st
     return template_file("config/manager", to_template(obj, extra))
 
 
+def is_router(obj: dict) -> bool:
+    return (obj["metadata"].get("labels") or {}).get(ROUTER_LABEL[0]) == ROUTER_LABEL[1]
+
+
+def router_deployment(deployment: dict, renamer: Renamer) -> str:
+    """config/router's Deployment with the router.* values hooked in."""
+    obj = with_release_labels(renamer.walk(deployment), deployment["spec"]["selector"]["matchLabels"])
+    obj["spec"]["replicas"] = "@@REPLICAS@@"
+    pod = obj["spec"]["template"]["spec"]
+    pod["@@PLACEMENT@@"] = None
+    router = next(c for c in pod["containers"] if c["name"] == "router")
+    router["image"] = "@@IMAGE@@"
+    names = [e["name"] for e in router.get("env", [])]
+    if "LLM_ROUTER_NAMESPACES" not in names:
+        sys.exit("chart: config/router/deployment.yaml no longer sets LLM_ROUTER_NAMESPACES, which router.namespaces sets")
+    router["env"] = [{"name": name, "value": "@@NAMESPACES@@"} if name == "LLM_ROUTER_NAMESPACES" else e
+                     for name, e in zip(names, router["env"])]
+    router["resources"] = "@@RESOURCES@@"
+    extra = {
+        "REPLICAS": "{{ $.Values.router.replicas }}",
+        "PLACEMENT": "LINES " + ROUTER_PLACEMENT,
+        "IMAGE": "{{ $.Values.router.image | quote }}",
+        "NAMESPACES": '{{ join "," $.Values.router.namespaces | quote }}',
+        "RESOURCES": "BLOCK toYaml $.Values.router.resources",
+    }
+    return template_file("config/router", to_template(obj, extra), ROUTER_ENABLED)
+
+
+def router_templates(chart: pathlib.Path, objects: list[dict], renamer: Renamer, prefix: str) -> None:
+    """templates/router/: config/router's objects behind router.enabled."""
+    selector = next(o for o in objects if o["kind"] == "Deployment")["spec"]["selector"]["matchLabels"]
+    for obj in objects:
+        short = obj["metadata"]["name"][len(prefix):]
+        if obj["kind"] == "Deployment":
+            text = router_deployment(obj, renamer)
+        else:
+            body = to_template(with_release_labels(renamer.walk(obj), selector))
+            text = template_file("config/router", body, ROUTER_CONDITIONS.get(obj["kind"], ROUTER_ENABLED))
+        (chart / "templates" / "router" / f"{obj['kind'].lower()}-{short}.yaml").write_text(text)
+
+
 def manager_defaults(deployment: dict) -> dict:
     """The "(make chart)" values: config's manager settings, the chart's defaults."""
     pod = deployment["spec"]["template"]["spec"]
@@ -327,8 +382,10 @@ def generate(chart: pathlib.Path, kustomize: str) -> None:
     monitoring += [o for o in objects if o["apiVersion"].startswith("monitoring.coreos.com/")]
     objects = [o for o in objects if o["apiVersion"].split("/")[0] != "monitoring.coreos.com"]
     renamer = Renamer(objects + monitoring, prefix, namespace)
+    router = [o for o in objects if is_router(o)]
+    objects = [o for o in objects if not is_router(o)]
 
-    for generated in ("crds", "templates/config", "templates/monitoring"):
+    for generated in ("crds", "templates/config", "templates/monitoring", "templates/router"):
         shutil.rmtree(chart / generated, ignore_errors=True)
         (chart / generated).mkdir(parents=True)
     deployments = [o for o in objects if o["kind"] == "Deployment"]
@@ -364,6 +421,7 @@ def generate(chart: pathlib.Path, kustomize: str) -> None:
         body = to_template(with_release_labels(renamer.walk(obj), pod_selector))
         (chart / "templates" / "monitoring" / f"{obj['kind'].lower()}-{short}.yaml").write_text(
             template_file("config/prometheus", body, "$.Values.monitoring.enabled"))
+    router_templates(chart, router, renamer, prefix)
     write_values(chart / "values.yaml", manager_defaults(deployments[0]))
     write_schema(chart / "values.schema.json", runtime_presets())
 

@@ -53,6 +53,7 @@ MANAGER_ENV = {
     "ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM": "{{ $.Values.ansibleVerbosity | quote }}",
     "LLMMODEL_PULLER_IMAGE": "{{ $.Values.pullerImage | quote }}",
     "LLMMODEL_PULLER_RESOURCES": "{{ $.Values.pullerResources | toJson | quote }}",
+    "LLMMODEL_NETWORK_POLICY": "{{ $.Values.networkPolicy | toString | quote }}",
 }
 # Environment the chart adds after config's: each runtime preset's image, the Hub endpoint, extraEnv.
 EXTRA_ENV = """\
@@ -329,6 +330,7 @@ def manager_defaults(deployment: dict) -> dict:
         "ansibleVerbosity": int(env["ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM"]),
         "pullerImage": env["LLMMODEL_PULLER_IMAGE"],
         "pullerResources": json.loads(env["LLMMODEL_PULLER_RESOURCES"]),
+        "networkPolicy": env["LLMMODEL_NETWORK_POLICY"] == "true",
         "resources": manager.get("resources", {}),
         "podSecurityContext": pod.get("securityContext", {}),
         "securityContext": manager.get("securityContext", {}),

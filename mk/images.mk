@@ -17,6 +17,8 @@ IMG ?= ghcr.io/llm-operator/llm-operator:0.1.0
 LLMMODEL_PULLER_IMAGE ?= ghcr.io/llm-operator/llm-model-puller:0.1.0
 # The chart's and config/router's default; tests/images checks they agree.
 LLM_ROUTER_IMAGE ?= ghcr.io/llm-operator/llm-router:0.1.0
+# Which images `make images` builds (keys of `hack/images.py list`); empty: all of them.
+IMAGES_KEYS ?=
 CONTAINERD_ADDRESS ?= /run/containerd/containerd.sock
 CTR ?= ctr
 IMAGES_ARGS = --operator-image $(IMG) --puller-image $(LLMMODEL_PULLER_IMAGE) \
@@ -29,7 +31,7 @@ images-debian-packages:
 # The operator image installs kubernetes.core from the artifact of `make collections` (no Galaxy here).
 images: images-debian-packages $(if $(wildcard hack/install_collections.py),collections) ## Build the project's images without Docker (only what changed) into .cache/images/.
 	@$(PYTHON) hack/build_tools.py ansible-operator
-	@$(PYTHON) hack/images.py build $(IMAGES_ARGS)
+	@$(PYTHON) hack/images.py build $(IMAGES_ARGS) $(IMAGES_KEYS)
 
 images-import: ## Import .cache/images/*.tar into a containerd (CONTAINERD_ADDRESS=..., CTR=bin/ctr).
 	@$(PYTHON) hack/images.py import $(IMAGES_ARGS) --address $(CONTAINERD_ADDRESS) --ctr $(CTR)

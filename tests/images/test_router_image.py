@@ -9,6 +9,7 @@ import time
 
 import pytest
 from conftest import REPO, ROUTER_IMAGE
+from local_http import wait_for_http
 from test_llama_server_image import free_port
 from test_llama_server_image import http as json_request
 
@@ -67,16 +68,7 @@ def router(unpacked, runc, upstream, tmp_path):
     log = tmp_path / "router.log"
     name, process = runc.start(tmp_path / "bundle", log)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert process.poll() is None, f"the router exited: {log.read_text()[-3000:]}"
-            try:
-                if json_request(f"http://127.0.0.1:{admin}/readyz", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass  # not listening yet
-            assert time.monotonic() < deadline, f"not ready in {START_TIMEOUT}s: {log.read_text()[-3000:]}"
-            time.sleep(0.2)
+        wait_for_http(f"http://127.0.0.1:{admin}/readyz", process, log, START_TIMEOUT, interval=0.2)
         yield port
     finally:
         runc.stop(name, process)

@@ -16,7 +16,7 @@ config/prometheus with kustomize, exactly as `make deploy` would, and writes int
 - templates/monitoring/*.yaml: the objects of config/prometheus, behind monitoring.enabled;
 - templates/router/*.yaml: the router's objects (config/router, labelled its component), behind
   router.enabled, its Deployment with the router.* values hooked in (image, replicas, served
-  namespaces, resources, placement) and its PodDisruptionBudget only with more than one replica;
+  namespaces, resources, placement, the API keys' Secret) and its PodDisruptionBudget only with more than one replica;
 - the "(make chart)" values of values.yaml (the manager's defaults) and the runtime presets of
   values.schema.json (from roles/llmmodel/defaults/main.yml).
 
@@ -97,6 +97,32 @@ nodeSelector: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with $.Values.router.tolerations }}
 tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}"""
+# API keys (router/README.md): the Secret the values name, mounted (the router has no RBAC on Secrets).
+ROUTER_KEYS_DIR = "/etc/llm-router/api-keys"
+ROUTER_KEYS_ENV = f"""\
+{{{{- if $.Values.router.apiKeys.secretName }}}}
+- name: LLM_ROUTER_API_KEYS_FILE
+  value: {ROUTER_KEYS_DIR}/keys.json
+{{{{- end }}}}"""
+ROUTER_KEYS_MOUNT = f"""\
+{{{{- if $.Values.router.apiKeys.secretName }}}}
+volumeMounts:
+- name: api-keys
+  mountPath: {ROUTER_KEYS_DIR}
+  readOnly: true
+{{{{- end }}}}"""
+ROUTER_KEYS_VOLUME = """\
+{{- with $.Values.router.apiKeys }}
+{{- if .secretName }}
+volumes:
+- name: api-keys
+  secret:
+    secretName: {{ .secretName | quote }}
+    items:
+    - key: {{ .key | quote }}
+      path: keys.json
+{{- end }}
 {{- end }}"""
 MAX_FULLNAME = 28  # _helpers.tpl: the longest Service name built on the fullname must stay within 63
 
@@ -296,13 +322,19 @@ def router_deployment(deployment: dict, renamer: Renamer) -> str:
         sys.exit("chart: config/router/deployment.yaml no longer sets LLM_ROUTER_NAMESPACES, which router.namespaces sets")
     router["env"] = [{"name": name, "value": "@@NAMESPACES@@"} if name == "LLM_ROUTER_NAMESPACES" else e
                      for name, e in zip(names, router["env"])]
+    router["env"].append("@@KEYS_ENV@@")
     router["resources"] = "@@RESOURCES@@"
+    router["@@KEYS_MOUNT@@"] = None
+    pod["@@KEYS_VOLUME@@"] = None
     extra = {
         "REPLICAS": "{{ $.Values.router.replicas }}",
         "PLACEMENT": "LINES " + ROUTER_PLACEMENT,
         "IMAGE": "{{ $.Values.router.image | quote }}",
         "NAMESPACES": '{{ join "," $.Values.router.namespaces | quote }}',
         "RESOURCES": "BLOCK toYaml $.Values.router.resources",
+        "KEYS_ENV": "LINES " + ROUTER_KEYS_ENV,
+        "KEYS_MOUNT": "LINES " + ROUTER_KEYS_MOUNT,
+        "KEYS_VOLUME": "LINES " + ROUTER_KEYS_VOLUME,
     }
     return template_file("config/router", to_template(obj, extra), ROUTER_ENABLED)
 

@@ -180,6 +180,21 @@ def test_the_router_is_on_by_default_and_its_values_reach_it():
     assert ("PodDisruptionBudget", "llm-operator-router", "llm-operator-system") in by_key(template())
 
 
+def test_api_keys_mount_the_named_secret_and_nothing_else_reads_secrets():
+    router_pod = ("Deployment", "llm-operator-router", "llm-operator-system")
+    off = by_key(template())[router_pod]["spec"]["template"]["spec"]
+    assert "volumes" not in off and "LLM_ROUTER_API_KEYS_FILE" not in env_of(off["containers"][0])
+    on = by_key(template("--set", "router.apiKeys.secretName=router-keys,router.apiKeys.key=keys"))
+    pod = on[router_pod]["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "api-keys", "secret": {"secretName": "router-keys",
+                                                              "items": [{"key": "keys", "path": "keys.json"}]}}]
+    container = pod["containers"][0]
+    assert container["volumeMounts"] == [{"name": "api-keys", "mountPath": "/etc/llm-router/api-keys", "readOnly": True}]
+    assert env_of(container)["LLM_ROUTER_API_KEYS_FILE"]["value"] == "/etc/llm-router/api-keys/keys.json"
+    role = on[("ClusterRole", "llm-operator-router-role", None)]
+    assert all("secrets" not in rule["resources"] for rule in role["rules"]), "the kubelet mounts it: no RBAC"
+
+
 def test_router_enabled_false_leaves_every_router_object_out():
     objects = template("--set", "router.enabled=false")
     assert not [o for o in objects if generator.is_router(o) or "router" in o["metadata"]["name"]]

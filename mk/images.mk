@@ -31,7 +31,7 @@ images-debian-packages:
 # The operator image installs kubernetes.core from the artifact of `make collections` (no Galaxy here).
 images: images-debian-packages $(if $(wildcard hack/install_collections.py),collections) ## Build the project's images without Docker (only what changed) into .cache/images/.
 	@$(PYTHON) hack/build_tools.py ansible-operator
-	@$(PYTHON) hack/images.py build $(IMAGES_ARGS) $(IMAGES_KEYS)
+	@$(PYTHON) hack/images.py build $(IMAGES_KEYS) $(IMAGES_ARGS)
 
 images-import: ## Import .cache/images/*.tar into a containerd (CONTAINERD_ADDRESS=..., CTR=bin/ctr).
 	@$(PYTHON) hack/images.py import $(IMAGES_ARGS) --address $(CONTAINERD_ADDRESS) --ctr $(CTR)

@@ -108,12 +108,12 @@ install-crd: cluster-tools ## Apply the CRD to the current cluster.
 	$(KUBECTL) apply --server-side -f config/crd/bases/
 	$(KUBECTL) wait --for=condition=Established crd/llmmodels.inference.ai.example.com --timeout=60s
 
-run: venv operator-tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
+run: $(VENV_STAMP) $(COLLECTIONS_STAMP) operator-tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
 	$(PYTHON) hack/operator_supervisor.py -- env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
 # Both run the operator under hack/operator_supervisor.py: stopped, crashed or SIGKILLed, it leaves
 # no ansible-runner or ansible-playbook behind.
-operator-start: venv operator-tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
+operator-start: $(VENV_STAMP) $(COLLECTIONS_STAMP) operator-tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
 	@$(PYTHON) hack/run_operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \
 		env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
@@ -128,7 +128,7 @@ DEMO_REAL_NODE ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 demo: REAL_NODE = $(DEMO_REAL_NODE)
 # The images the demo's pods run (the operator runs on this machine, not from its image).
 demo: IMAGES_KEYS = puller router llama-server pause
-demo: venv operator-tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, two SmolLM2 models answer through the router.
+demo: $(VENV_STAMP) $(COLLECTIONS_STAMP) operator-tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, two SmolLM2 models answer through the router.
 	@$(PYTHON) hack/demo.py
 
 ##@ Tests

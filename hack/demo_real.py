@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -88,7 +89,7 @@ def wait_serving(kubectl) -> None:
 
 
 def shown(command: list[str]) -> str:
-    return " ".join(c if c.startswith(("curl", "-", "http")) else f"'{c}'" for c in command)
+    return shlex.join(command)
 
 
 def show_router(router_ip: str) -> None:

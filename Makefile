@@ -139,7 +139,7 @@ test: ## Everything CI runs: tools, venv, lints, unit, puller and image tests, c
 	echo "make test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc
 
 # monitoring-test and monitoring-cluster-test: mk/monitoring.mk (issue 20).
-test-all: tools venv lint manifests-check unit-test monitoring-test puller-test router-test images-test cluster-up testbed-test unit-cluster-test router-cluster-test admission-test property-test monitoring-cluster-test install-test reliability-test molecule-test molecule-topology-test node-test e2e-test
+test-all: tools venv lint manifests-check unit-test monitoring-test puller-test router-test images-test cluster-up testbed-test unit-cluster-test router-cluster-test admission-test property-test monitoring-cluster-test gateway-cluster-test install-test reliability-test molecule-test molecule-topology-test node-test e2e-test
 
 lint: lint-venv collections ## ansible-lint (production profile) and yamllint.
 	$(LINT_VENV)/bin/yamllint -s .

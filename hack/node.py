@@ -185,20 +185,23 @@ def pause_image_present() -> bool:
 def import_images(directory: pathlib.Path) -> None:
     """Import the image archives of `directory` (docker or OCI archives, e.g. `make images`) into the
     node's containerd, namespace k8s.io where the kubelet looks. Pods never pull them. The image store
-    outlives `down`, so an archive already imported (same path, size and time) is not read again."""
+    outlives `down`, so an archive already imported (same path, size and time) is not read again.
+    The record is kept by the archive's file name (puller.tar, ...), which names the same image tags
+    in every checkout: another checkout's archive imported since replaces the tags, and this one is
+    imported again."""
     archives = sorted(directory.glob("*.tar")) if directory.is_dir() else []
     record = json.loads(IMPORTED.read_text()) if IMPORTED.exists() else {}
     for archive in archives:
         stat = archive.stat()
-        key = f"{stat.st_size}:{stat.st_mtime_ns}"
-        if record.get(str(archive)) == key:
+        key = f"{archive}:{stat.st_size}:{stat.st_mtime_ns}"
+        if record.get(archive.name) == key:
             continue
         started = time.monotonic()
         result = subprocess.run([str(BIN / "ctr"), "--address", str(CONTAINERD_SOCKET), "-n", "k8s.io", "images", "import",
                                  str(archive)], capture_output=True, text=True, check=False)
         if result.returncode != 0:
             fail(f"importing {archive} failed: {result.stderr.strip()}")
-        record[str(archive)] = key
+        record[archive.name] = key
         IMPORTED.write_text(json.dumps(record, indent=1) + "\n")
         say(f"imported {archive.name} in {time.monotonic() - started:.1f}s")
 

@@ -11,14 +11,10 @@ Usage: prometheus_operator_crds.py [--dest DIR]
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from go_modules import command, copy_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODULE = "github.com/prometheus-operator/prometheus-operator"
@@ -28,39 +24,10 @@ CRD_DIR = "example/prometheus-operator-crd"
 FILES = [f"monitoring.coreos.com_{plural}.yaml" for plural in ("podmonitors", "servicemonitors", "prometheusrules")]
 
 
-def module_dir(version: str = VERSION) -> pathlib.Path:
-    """The module's directory in the Go module cache, downloaded through the proxy if missing."""
-    with tempfile.TemporaryDirectory() as scratch:  # outside any go.mod or go.work
-        env = dict(os.environ, GOWORK="off", GOFLAGS="-mod=mod")
-        done = subprocess.run(["go", "mod", "download", "-json", f"{MODULE}@{version}"], cwd=scratch, env=env,
-                              capture_output=True, text=True, check=False)
-    info = json.loads(done.stdout or "{}")
-    if done.returncode != 0 or info.get("Error") or not info.get("Dir"):
-        sys.exit(f"prometheus_operator_crds: go mod download {MODULE}@{version} failed: "
-                 f"{info.get('Error') or done.stderr.strip()}")
-    return pathlib.Path(info["Dir"])
-
-
 def fetch(dest: pathlib.Path | None = None, version: str = VERSION) -> pathlib.Path:
     """Copy the three CRDs into dest (default .cache/prometheus-operator/<version>/); reuse them there."""
-    dest = dest or ROOT / ".cache" / "prometheus-operator" / version
-    if all((dest / name).is_file() for name in FILES):
-        return dest
-    source = module_dir(version) / CRD_DIR
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        target = dest / name
-        shutil.copyfile(source / name, target)
-        target.chmod(0o644)  # the module cache is read-only
-    return dest
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dest", type=pathlib.Path)
-    print(fetch(parser.parse_args(argv).dest))
-    return 0
+    return copy_files(MODULE, version, CRD_DIR, FILES, dest or ROOT / ".cache" / "prometheus-operator" / version)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(command(fetch, __doc__, sys.argv[1:]))

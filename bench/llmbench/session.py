@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import shutil
 import sys
 
 from .common import OPERATOR_LOG, OUT, PULL_SECONDS, ROOT, RUN_LABEL, RUNNER_ROOT, kubectl, log, run
@@ -47,7 +48,12 @@ class Bench:
         self.guard = Guard()
         self.guard.start()
         kubeconfig = operator_identity()
-        self.operator = Operator(self.opts.operator_args, kubeconfig, dict(e.split("=", 1) for e in self.opts.env))
+        # As the operator's Deployment runs it (config/manager/manager.yaml): the optional kinds'
+        # discovery remembered in a directory of its own, new like a new pod's /tmp (--env overrides).
+        env = {"LLMMODEL_DISCOVERY_CACHE": str(OUT / "discovery")}
+        shutil.rmtree(OUT / "discovery", ignore_errors=True)
+        env.update(dict(e.split("=", 1) for e in self.opts.env))
+        self.operator = Operator(self.opts.operator_args, kubeconfig, env)
         log(f"starting the operator: {' '.join(self.opts.env)} ansible-operator run {self.opts.operator_args}")
         self.root = self.operator.start()
         self.guard.expected_pid = self.root

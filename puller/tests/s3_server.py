@@ -34,10 +34,12 @@ def free_port() -> int:
 
 
 class S3Server:
-    """versitygw on 127.0.0.1 with a root and a reader account. Use as a context manager."""
+    """versitygw on 127.0.0.1 (or `host`: the e2e suite binds the real node's bridge address, where its
+    pods reach this machine) with a root and a reader account. Use as a context manager."""
 
-    def __init__(self, workdir: Path, *, keep_alive: bool = True):
+    def __init__(self, workdir: Path, *, keep_alive: bool = True, host: str = "127.0.0.1"):
         self.workdir = workdir
+        self.host = host
         self.port, self.admin_port = free_port(), free_port()
         self.keep_alive = keep_alive
         self.process: subprocess.Popen | None = None
@@ -45,7 +47,7 @@ class S3Server:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def data_dir(self) -> Path:
@@ -73,7 +75,7 @@ class S3Server:
         command = [
             str(VERSITYGW),
             "--port",
-            f"127.0.0.1:{self.port}",
+            f"{self.host}:{self.port}",
             "--admin-port",
             f"127.0.0.1:{self.admin_port}",
             "--iam-dir",
@@ -90,7 +92,7 @@ class S3Server:
         deadline = time.monotonic() + 20
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
                 break
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:

@@ -3,7 +3,9 @@
 What it answers is steered by a `fake` object in the request body (the router passes bodies on):
   {"fake": {"chunks": 5, "interval": 0.01, "delay": 0.2, "cut_after": 2, "hang": true, "size": 20}}
 delay: seconds before the response head; chunks/interval: a server-sent event stream (with "stream":
-true); cut_after: the connection is dropped after that many chunks; hang: no answer at all.
+true); a stream asked with `stream_options.include_usage` ends with a usage chunk (and carries
+`"usage": null` in the others, as vLLM writes them); done_after: seconds between the last chunk and
+`[DONE]`; cut_after: the connection is dropped after that many chunks; hang: no answer at all.
 Each event carries the monotonic time it was sent (`t`), so a client on this machine can measure the
 delay a proxy adds to each chunk. Counters say what happened: requests, in flight, streams cut off by
 the client (`cancelled`).
@@ -93,6 +95,7 @@ class FakeConnection(asyncio.Protocol):
                 "data": [{"object": "embedding", "index": 0, "embedding": [0.0] * 8}],
                 "model": body.get("model"),
                 "replica": self.stats.name,
+                "usage": {"prompt_tokens": 3, "total_tokens": 3},
             }
         else:
             answer = {
@@ -137,7 +140,9 @@ class FakeConnection(asyncio.Protocol):
         )
         interval = fake.get("interval", 0)
         pad = "x" * fake.get("size", 0)
-        for index in range(fake.get("chunks", 5)):
+        usage = (body.get("stream_options") or {}).get("include_usage")
+        count = fake.get("chunks", 5)
+        for index in range(count):
             if index == fake.get("cut_after"):
                 self.transport.abort()
                 return
@@ -150,8 +155,25 @@ class FakeConnection(asyncio.Protocol):
                 "t": time.monotonic(),
                 "choices": [{"index": 0, "delta": {"content": pad or "tok"}}],
             }
+            if usage:
+                event["usage"] = None
             data = b"data: " + json.dumps(event).encode() + b"\n\n"
             write(b"%x\r\n%s\r\n" % (len(data), data))
+        if usage:
+            event = {
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": 5,
+                    "completion_tokens": count,
+                    "total_tokens": 5 + count,
+                    "prompt_tokens_details": {"cached_tokens": 0},
+                },
+            }
+            data = b"data: " + json.dumps(event).encode() + b"\n\n"
+            write(b"%x\r\n%s\r\n" % (len(data), data))
+        if fake.get("done_after"):
+            await asyncio.sleep(fake["done_after"])
         write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(DONE), DONE))
 
 

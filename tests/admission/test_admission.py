@@ -92,6 +92,14 @@ INVALID = {
         with_source(huggingFaceRepo="a/b", sha256=SHA256),
         "spec.source.sha256 is only valid with spec.source.url or spec.source.urlSecret",
     ),
+    "sha256 with an s3 folder": (
+        with_source(url="s3://models/llama-ft/", sha256=SHA256),
+        "spec.source.sha256 checks one file, and spec.source.url names a folder",
+    ),
+    "sha256 with a gs folder": (
+        with_source(url="gs://models/llama-ft/", sha256=SHA256, credentialsSecret="weights-gcs"),
+        "spec.source.sha256 checks one file, and spec.source.url names a folder",
+    ),
     "sha256 not hex": (
         with_source(url="https://example.com/model.gguf", sha256=SHA256.upper()),
         "spec.source.sha256 must be exactly 64 lowercase hexadecimal characters",
@@ -247,6 +255,8 @@ def test_invalid_llmmodel_is_rejected_with_its_rule_message(custom_objects, name
 VALID = {
     "minimal Hugging Face model": llmmodel(name="minimal"),
     "url with checksum": with_source(url="s3://models/tinyllama.Q4_K_M.gguf", sha256=SHA256),
+    "s3 folder with a credentials Secret": with_source(url="s3://models/llama-ft/", credentialsSecret="weights-s3"),
+    "gs object with HMAC keys and a checksum": with_source(url="gs://models/m.gguf", sha256=SHA256, credentialsSecret="weights-gcs"),
     "url in a Secret, with checksum": with_source(urlSecret={"name": "weights-link.v2", "key": "signed_URL-1"}, sha256=SHA256),
     "everything set": llmmodel(
         name="full-" + "x" * 47,
@@ -406,7 +416,8 @@ def test_explain_shows_field_descriptions(crd):
     for field in ("huggingFaceRepo", "revision", "url", "sha256", "credentialsSecret"):
         assert f"{field} <string>" in text, field
     assert "Hugging Face Hub repository id in the form owner/name" in text
-    assert "whose key HF_TOKEN holds an access token" in text
+    assert "key HF_TOKEN, an access token" in text
+    assert "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (required)" in text
 
 
 def test_explain_spec_shows_defaults(crd):

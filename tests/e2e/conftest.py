@@ -16,9 +16,11 @@ import pytest
 from kubernetes import client
 from kubernetes import config as kube_config
 
-from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, OPERATOR_NAMESPACE, PULLER_IMAGE, RELEASE,
+from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, MODEL_FOLDER, OPERATOR_NAMESPACE,
+                         PRIVATE_BUCKET, PULLER_IMAGE, RELEASE,
                          REPO, ROOT_IMAGE, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
+from s3_server import S3Server
 from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
 
 
@@ -63,6 +65,19 @@ def hub(model_bytes):
     repos = {HUB_REPO: HubRepo(files=files), GATED_REPO: HubRepo(files=dict(files), gated=True)}
     with FakeHub(repos, token=GATED_TOKEN, host=node.NODE_IP) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def object_store(tmp_path_factory):
+    """A private object store: versitygw (it checks AWS Signature V4) on the bridge address, where the
+    pull pods reach this machine and nothing beyond it does, with the bucket PRIVATE_BUCKET (no anonymous
+    access) holding SmolLM2 in a model folder of several files, and its root and reader key pairs."""
+    with S3Server(tmp_path_factory.mktemp("object-store"), host=node.NODE_IP) as store:
+        store.create_bucket(PRIVATE_BUCKET)
+        store.put_file(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE)
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+        yield store
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "hack"))
 sys.path.insert(0, str(REPO / "tests" / "testbed"))
 sys.path.insert(0, str(REPO / "puller" / "tests"))
+sys.path.insert(0, str(REPO / "puller" / "src"))  # s3_server.py signs its uploads with the puller's signer
 
 import node  # noqa: E402  (the real node's names and addresses)
 from fetch_model import sha256 as sha256_of  # noqa: E402,F401  (the tests hash the model file and the volume's copy)
@@ -41,6 +42,8 @@ HUB_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
 # The same files behind a gate: only the Hub token of GATED_TOKEN may read them.
 GATED_REPO = "llm-operator-e2e/SmolLM2-gated"
 GATED_TOKEN = "hf_e2eGatedToken"
+PRIVATE_BUCKET = "private-models"  # the object store of the e2e suite (conftest.object_store)
+MODEL_FOLDER = "smollm2"
 PORT = 8080
 # The probes here run kubectl or ask the model server: every 2 s is often enough.
 wait_until = functools.partial(poll_until, interval=2.0)

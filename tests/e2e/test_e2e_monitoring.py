@@ -200,7 +200,10 @@ def test_every_dashboard_query_returns_data_for_the_served_model(monitored):
     time.sleep(4)  # two more scrapes, so a rate over the window sees the increase
     variables = {"namespace": monitored.namespace, "model": SERVED, "__rate_interval": "1m"}
     empty = []
-    for title, expr in dashboard_queries():
+    # The Router row reads the router's metrics; this suite's Prometheus scrapes no router yet (the
+    # request above goes to the model's Service). Its names are checked against what the router
+    # renders (tests/monitoring/test_dashboard.py) and its values by the router's tests.
+    for title, expr in [(title, expr) for title, expr in dashboard_queries() if not title.startswith("Router")]:
         result = monitored.prometheus.query(substitute(expr, variables))
         if not result:
             empty.append((title, expr))

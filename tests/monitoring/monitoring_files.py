@@ -3,6 +3,7 @@ so the e2e suite can use them too)."""
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import re
 
@@ -15,6 +16,7 @@ CRD = REPO / "config" / "crd" / "bases" / "inference.ai.example.com_llmmodels.ya
 RUNBOOKS = REPO / "docs" / "runbooks"
 MONITORING_DOC = REPO / "docs" / "monitoring.md"
 RUNBOOK_URL = "https://github.com/llm-operator/llm-operator/blob/main/docs/runbooks/{}.md"
+ROUTER_METRICS = REPO / "router" / "src" / "llm_router" / "metrics.py"
 
 
 def ksm_resource() -> dict:
@@ -29,6 +31,19 @@ def model_metric_names() -> list[str]:
     """The full names of the model metrics, as kube-state-metrics exposes them."""
     resource = ksm_resource()
     return [f"{resource['metricNamePrefix']}_{metric['name']}" for metric in resource["metrics"]]
+
+
+def router_metric_names() -> set[str]:
+    """The series names the router's /metrics gives (router/src/llm_router/metrics.py, the module
+    itself, which needs only the standard library): each family, histograms with their suffixes."""
+    spec = importlib.util.spec_from_file_location("llm_router_metrics", ROUTER_METRICS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.Metrics().render().decode()
+    names = set()
+    for family, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE):
+        names |= {family + suffix for suffix in ("_bucket", "_sum", "_count")} if kind == "histogram" else {family}
+    return names
 
 
 def metric_names_in(expr: str) -> set[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import yaml
 
-from monitoring_files import REPO, RUNBOOK_URL, RUNBOOKS, metric_names_in, model_metric_names
+from monitoring_files import REPO, RUNBOOK_URL, RUNBOOKS, metric_names_in, model_metric_names, router_metric_names
 from monitoring_rules import alert_groups, alerts, with_pending_time
 
 TESTS = REPO / "tests" / "monitoring" / "alerts.test.yaml"
@@ -23,6 +23,8 @@ def test_every_alert_has_a_severity_a_summary_naming_its_subject_and_a_runbook()
         summary = rule["annotations"]["summary"]
         if name.startswith("LLMModel"):
             assert "{{ $labels.namespace }}/{{ $labels.model }}" in summary, name
+        elif name.startswith("LLMRouter"):  # the router's `model` label is <namespace>/<name> already
+            assert "{{ $labels.model }}" in summary, name
         else:
             assert "llm-operator" in summary, name
         assert rule["annotations"]["runbook_url"] == RUNBOOK_URL.format(name)
@@ -53,6 +55,14 @@ def test_model_alerts_read_only_metrics_that_exist():
     for rule in alerts(alert_groups()):
         read = {name for name in metric_names_in(rule["expr"]) if name.startswith("llmmodel_")}
         assert read <= defined, (rule["alert"], read - defined)
+
+
+def test_router_alerts_read_only_metrics_the_router_exposes():
+    """Every llm_router_ series an alert reads is one the router's metrics module renders."""
+    defined = router_metric_names()
+    read = {name for rule in alerts(alert_groups()) for name in metric_names_in(rule["expr"]) if name.startswith("llm_router_")}
+    assert read, "no alert reads the router's metrics"
+    assert read <= defined, read - defined
 
 
 def test_a_test_copy_changes_only_the_pending_time():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from monitoring_files import metric_names_in, model_metric_names
+from monitoring_files import metric_names_in, model_metric_names, router_metric_names
 from monitoring_rules import DASHBOARD, dashboard_queries, dashboard_rules, substitute
 
 import pytest
@@ -45,13 +45,14 @@ def test_every_variable_a_query_uses_is_defined(dashboard):
 
 def test_the_fleet_and_one_models_view(dashboard):
     rows = [panel["title"] for panel in dashboard["panels"] if panel["type"] == "row"]
-    assert rows == ["Fleet", "Model $namespace/$model"]
+    assert rows == ["Fleet", "Model $namespace/$model", "Router"]
     queries = dict(dashboard_queries())
     for title in ("Models by phase", "Pulls in flight", "Time from apply to Serving"):
         assert title in queries
     # After the model row, every query is about the chosen model only.
     model_row = next(i for i, panel in enumerate(dashboard["panels"]) if panel["title"].startswith("Model "))
-    for panel in dashboard["panels"][model_row + 1:]:
+    router_row = next(i for i, panel in enumerate(dashboard["panels"]) if panel["title"] == "Router")
+    for panel in dashboard["panels"][model_row + 1:router_row]:
         for target in panel["targets"]:
             assert '$namespace' in target["expr"] and '$model' in target["expr"], panel["title"]
     for title in ("Requests", "Tokens per second", "Latency per token", "Server restarts"):
@@ -63,6 +64,19 @@ def test_queries_read_model_metrics_that_exist():
     for title, expr in dashboard_queries():
         read = {name for name in metric_names_in(expr) if name.startswith("llmmodel_")}
         assert read <= defined, (title, read - defined)
+
+
+def test_the_router_row_reads_what_the_router_exposes(dashboard):
+    """Requests by model and code, in flight, latency p50/p99, tokens, queue wait: every series one
+    the router's metrics module renders (a rename breaks here)."""
+    router_row = next(i for i, panel in enumerate(dashboard["panels"]) if panel["title"] == "Router")
+    exprs = [target["expr"] for panel in dashboard["panels"][router_row + 1:] for target in panel["targets"]]
+    read = {name for expr in exprs for name in metric_names_in(expr) if name.startswith("llm_router_")}
+    assert read <= router_metric_names(), read - router_metric_names()
+    assert {"llm_router_requests_total", "llm_router_in_flight_requests", "llm_router_tokens_total",
+            "llm_router_queue_wait_seconds_bucket", "llm_router_upstream_first_byte_seconds_bucket",
+            "llm_router_upstream_duration_seconds_bucket"} <= read
+    assert any("histogram_quantile(0.99," in expr for expr in exprs) and any("histogram_quantile(0.5," in expr for expr in exprs)
 
 
 def test_the_check_file_holds_every_query_once():

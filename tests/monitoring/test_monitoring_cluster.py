@@ -60,16 +60,25 @@ def make(*args, env=None):
     assert done.returncode == 0, f"make {' '.join(args)} failed:\n{done.stdout}{done.stderr}"
 
 
+def served(group_version):
+    return kubectl("get", "--raw", f"/apis/{group_version}", check=False).returncode == 0
+
+
 def crds_served():
-    return kubectl("get", "--raw", f"/apis/{MONITORING_GROUP}/v1", check=False).returncode == 0
+    return served(f"{MONITORING_GROUP}/v1")
+
+
+def unserved(api_client, group_version, crd_names):
+    """The client, once it is sure the cluster does not serve ``group_version`` yet (the tests install it)."""
+    if served(group_version):
+        pytest.fail(f"the cluster already serves {group_version}: these tests start without it "
+                    f"(kubectl delete crd {' '.join(crd_names)})", pytrace=False)
+    return api_client
 
 
 @pytest.fixture(scope="module")
 def api(api_client):
-    if crds_served():
-        pytest.fail(f"the cluster already serves {MONITORING_GROUP}/v1: these tests start without the Prometheus "
-                    f"Operator's CRDs (kubectl delete crd {' '.join(CRD_NAMES)})", pytrace=False)
-    return api_client
+    return unserved(api_client, f"{MONITORING_GROUP}/v1", CRD_NAMES)
 
 
 @pytest.fixture(scope="module")
@@ -81,14 +90,13 @@ def namespace(api):
         yield name
 
 
-@pytest.fixture(scope="module")
-def operator(api, namespace):
-    """The real operator of this checkout, watching the test's namespace. At the end its models are
-    deleted while it runs, then it stops, then the Prometheus Operator's CRDs go."""
+def running_operator(api, namespace, log, crd_names, env=None):
+    """The real operator of this checkout, watching ``namespace`` (a generator for a fixture). At the
+    end its models are deleted while it runs, then it stops, then the CRDs ``crd_names`` go."""
     kubectl("apply", "--server-side", "-f", str(REPO / "config" / "crd" / "bases"))
     kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}")
     make("operator-stop")
-    make("operator-start", f"OPERATOR_LOG={OPERATOR_LOG}", env={"WATCH_NAMESPACE": namespace})
+    make("operator-start", f"OPERATOR_LOG={log}", env={"WATCH_NAMESPACE": namespace, **(env or {})})
     yield
     custom = client.CustomObjectsApi(api)
     try:
@@ -97,7 +105,13 @@ def operator(api, namespace):
                    lambda: not custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"], 180, interval=1)
     finally:
         make("operator-stop")
-        kubectl("delete", "crd", "--ignore-not-found", *CRD_NAMES, check=False)
+        kubectl("delete", "crd", "--ignore-not-found", *crd_names, check=False)
+
+
+@pytest.fixture(scope="module")
+def operator(api, namespace):
+    """The operator, without the Prometheus Operator's CRDs at first (they go at the end)."""
+    yield from running_operator(api, namespace, OPERATOR_LOG, CRD_NAMES)
 
 
 class Models:

@@ -37,6 +37,7 @@ from diagnosis_objects import (
     waiting_pull_pod,
 )
 
+from ansible.module_utils.llmmodel_credentials import credentials_env
 from ansible.module_utils.llmmodel_diagnosis import diagnose_pull, diagnose_server, event_subjects
 from ansible.utils.unsafe_proxy import AnsibleUnsafe
 from unit_helpers import load_filter_plugin
@@ -186,6 +187,28 @@ def test_a_credentials_secret_without_the_key_is_told_from_the_pull_pod():
     assert found["reason"] == "CredentialsNotFound"
     assert found["message"].startswith("Secret hf-token has no key HF_TOKEN; put the value under that key: kubectl -n models create")
     assert "--from-literal=HF_TOKEN=<your token>" in found["message"]
+
+
+def test_a_missing_object_store_secret_asks_for_the_key_pair():
+    """The Job as the role renders its env (module_utils/llmmodel_credentials.py) for an s3:// source."""
+    job = pull_job_with_credentials()
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "MODEL_URL", "value": "s3://acme/m/"}] + credentials_env(
+        {"url": "s3://acme/m/", "credentialsSecret": "weights-s3"})
+    missing = [waiting_pull_pod("CreateContainerConfigError", 'secret "weights-s3" not found')]
+    assert diagnose_pull(job, missing, now=NOW) == {
+        "reason": "CredentialsNotFound",
+        "message": "Secret weights-s3 not found in namespace models; create it: kubectl -n models create secret generic "
+        "weights-s3 --from-literal=AWS_ACCESS_KEY_ID=<access key id> --from-literal=AWS_SECRET_ACCESS_KEY=<secret access key>",
+    }
+    no_secret = [waiting_pull_pod("CreateContainerConfigError", "couldn't find key AWS_SECRET_ACCESS_KEY in Secret models/weights-s3")]
+    found = diagnose_pull(job, no_secret, now=NOW)
+    assert found["reason"] == "CredentialsNotFound"
+    assert found["message"].startswith("Secret weights-s3 has no key AWS_SECRET_ACCESS_KEY; put the value under that key: "
+                                       "kubectl -n models create secret generic weights-s3 "
+                                       "--from-literal=AWS_SECRET_ACCESS_KEY=<secret access key> --dry-run=client")
+    # An optional key (a region) never stops the pod, so it is never the cause.
+    optional = [waiting_pull_pod("CreateContainerConfigError", "couldn't find key AWS_REGION in Secret models/weights-s3")]
+    assert diagnose_pull(job, optional, now=NOW)["reason"] == "PullContainerConfigError"
 
 
 def test_a_missing_url_secret_or_key_is_told_from_the_pull_pod():

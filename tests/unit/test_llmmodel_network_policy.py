@@ -39,7 +39,7 @@ def expected_policy_spec(selector: dict) -> dict:
 
 def test_on_the_policy_comes_before_the_deployment_and_selects_exactly_its_pods(rendered_on):
     result = rendered_on["served"]
-    assert result["order"] == ["PersistentVolumeClaim", "Service", "NetworkPolicy", "Deployment", "PodMonitor"]
+    assert result["order"] == ["PersistentVolumeClaim", "Service", "NetworkPolicy", "Deployment", "PodMonitor", "InferencePool"]
     policy, deployment = result["objects"]["NetworkPolicy"], result["objects"]["Deployment"]
     assert policy["metadata"]["name"] == deployment["metadata"]["name"]
     assert policy["metadata"]["namespace"] == "ns"

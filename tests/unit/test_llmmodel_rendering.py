@@ -77,6 +77,13 @@ CASES = {
     "url in a secret": case(source_model({"urlSecret": {"name": "weights-link", "key": "signed"}, "sha256": "b" * 64},
                                          runtime="llamacpp", modelFile="m.gguf"), weights_ready=False),
     "signed url": case(source_model({"url": SIGNED}, runtime="llamacpp"), weights_ready=False),
+    "s3 folder with a key pair": case(source_model({"url": "s3://acme-models/llama-ft/", "credentialsSecret": "weights-s3"},
+                                                   runtime="vllm"), weights_ready=False),
+    "gs object with hmac keys": case(source_model({"url": "gs://acme-models/m.gguf", "credentialsSecret": "weights-gcs"},
+                                                  runtime="llamacpp"), weights_ready=False),
+    "hub with a token": case(source_model({"huggingFaceRepo": "acme/gated", "credentialsSecret": "hub-token"},
+                                          runtime="vllm"), weights_ready=False),
+    "s3 without a secret": case(source_model({"url": "s3://acme-models/m.gguf"}, runtime="llamacpp"), weights_ready=False),
 }
 
 
@@ -103,7 +110,7 @@ def test_custom_is_the_spec_as_given(rendered):
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     assert "affinity" not in deployment["spec"]["template"]["spec"]
     assert CHILDREN_ANNOTATION not in deployment["metadata"]["annotations"]
-    assert set(result["objects"]) == {"PersistentVolumeClaim", "Deployment", "Service"}
+    assert set(result["objects"]) == {"PersistentVolumeClaim", "Deployment", "Service", "InferencePool"}
     assert result["state"]["status"]["server"]["runtime"] == "custom"
 
 
@@ -300,16 +307,18 @@ def test_autoscaling_to_one_replica_has_no_disruption_budget(rendered):
 
 def test_the_objects_applied_are_the_roles_decision_in_its_order(rendered):
     # templates/children.yaml.j2, which apply.yml runs: the volume first, then what the state needs.
-    assert rendered["custom"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment"]
-    assert rendered["rwx"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodDisruptionBudget", "PodMonitor"]
+    assert rendered["custom"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "InferencePool"]
+    assert rendered["rwx"]["order"] == [
+        "PersistentVolumeClaim", "Service", "Deployment", "PodDisruptionBudget", "PodMonitor", "InferencePool"]
     assert rendered["autoscaling new"]["order"] == [
-        "PersistentVolumeClaim", "Service", "Deployment", "HorizontalPodAutoscaler", "PodMonitor"]
+        "PersistentVolumeClaim", "Service", "Deployment", "HorizontalPodAutoscaler", "PodMonitor", "InferencePool"]
     # A pull starts (no Job, weights missing): its identity for progress reports before the Job.
     assert rendered["gpu pool"]["order"] == ["PersistentVolumeClaim", "ServiceAccount", "Role", "RoleBinding", "Job"]
     # A pull in flight: nothing more to apply than the volume.
     assert rendered["weights not ready"]["order"] == ["PersistentVolumeClaim"]
     # Scaling objects no longer wanted are not applied (apply.yml removes them).
-    assert rendered["autoscaling removed"]["order"] == ["PersistentVolumeClaim", "Service", "Deployment", "PodMonitor"]
+    assert rendered["autoscaling removed"]["order"] == [
+        "PersistentVolumeClaim", "Service", "Deployment", "PodMonitor", "InferencePool"]
 
 
 def test_nothing_about_the_server_while_the_weights_are_missing(rendered):
@@ -405,3 +414,38 @@ def test_a_signed_url_in_the_spec_shows_nowhere_but_the_pull_jobs_env(rendered):
     outside_env = dict(job, spec=dict(job["spec"], template={}))
     assert "SIGNATURE0123" not in json.dumps([outside_env, result["state"], result["objects"]["PersistentVolumeClaim"]])
     assert result["state"]["status"]["model"] == "https://bucket.s3.amazonaws.com/m.gguf?<redacted>"
+
+
+def pull_env(result):
+    return result["objects"]["Job"]["spec"]["template"]["spec"]["containers"][0]["env"]
+
+
+def secret_refs(env):
+    return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in env if "secretKeyRef" in e.get("valueFrom", {})}
+
+
+@pytest.mark.parametrize("name, secret", [("s3 folder with a key pair", "weights-s3"), ("gs object with hmac keys", "weights-gcs")])
+def test_an_object_store_s_key_pair_reaches_the_puller_by_reference_only(rendered, name, secret):
+    """The AWS SDKs' variables, each a secretKeyRef to the credentials Secret: the key pair required
+    (a missing key stops the pod, which the diagnosis tells), the rest optional; no Hub token."""
+    env = pull_env(rendered[name])
+    refs = secret_refs(env)
+    assert refs == {
+        "AWS_ACCESS_KEY_ID": {"name": secret, "key": "AWS_ACCESS_KEY_ID"},
+        "AWS_SECRET_ACCESS_KEY": {"name": secret, "key": "AWS_SECRET_ACCESS_KEY"},
+        **{key: {"name": secret, "key": key, "optional": True}
+           for key in ("AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")},
+    }
+    assert all("value" not in e for e in env if e["name"] in refs)
+    job = rendered[name]["objects"]["Job"]
+    assert "AWS_" not in json.dumps([job["metadata"], rendered[name]["state"]])
+
+
+def test_the_hub_token_stays_the_hub_s_only_key(rendered):
+    assert secret_refs(pull_env(rendered["hub with a token"])) == {"HF_TOKEN": {"name": "hub-token", "key": "HF_TOKEN"}}
+
+
+def test_an_s3_source_without_a_secret_takes_the_pod_s_identity(rendered):
+    """No Secret: no credential variable at all, so the puller takes the AWS chain (IRSA, pod identity, IMDS)."""
+    env = pull_env(rendered["s3 without a secret"])
+    assert secret_refs(env) == {} and {"name": "MODEL_URL", "value": "s3://acme-models/m.gguf"} in env

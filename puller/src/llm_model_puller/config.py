@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from .errors import UsageError
 from .s3_source import S3Location, prefix_label, s3_location
 from .store import REVISIONS_DIR, ROOT_REVISION
-from .sources import URL_SCHEMES, file_name_for_url, hf_source, public_https_url, redact_url, source_identity, url_secrets
+from .sources import KEY_SCHEMES, URL_SCHEMES, file_name_for_url, hf_source, public_https_url, redact_url, source_identity, url_secrets
 
 DEFAULT_DEST = "/model-weights"
 DEFAULT_REVISION = "main"
@@ -173,7 +173,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
     if scheme not in URL_SCHEMES:
         raise UsageError(f"MODEL_URL scheme must be one of {', '.join(URL_SCHEMES)}, got {scheme or 'none'!r}")
     aws_endpoint = _get(env, "AWS_ENDPOINT_URL_S3") or _get(env, "AWS_ENDPOINT_URL")
-    s3 = s3_location(url, env) if scheme == "s3" else None
+    s3 = s3_location(url, env) if scheme in KEY_SCHEMES else None
     if s3 and s3.is_prefix and sha256:
         raise UsageError("MODEL_SHA256 goes with one object; the objects of a prefix are checked against the store's checksums")
     try:

@@ -1,8 +1,13 @@
-"""Where an s3:// source lives: bucket, key or prefix, endpoint, region, addressing style.
+"""Where an s3:// or gs:// source lives: bucket, key or prefix, endpoint, region, addressing style.
 
 Read from the variables the AWS SDKs and CLI read, so that one Secret serves the puller and `aws s3 cp`:
 AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (an S3-compatible store, addressed path style),
 AWS_REGION / AWS_DEFAULT_REGION (default us-east-1).
+
+gs:// goes through Cloud Storage's S3 interoperability (XML) API at https://storage.googleapis.com,
+path style, signed with SigV4 when AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY hold HMAC keys (region
+"auto" unless AWS_REGION says otherwise), unsigned for a public bucket. A service-account key file
+(GOOGLE_APPLICATION_CREDENTIALS) is not read: it is refused with what to use instead, never sent unsigned.
 """
 
 from collections.abc import Mapping
@@ -13,6 +18,8 @@ from .errors import UsageError
 from .sources import redact_url
 
 DEFAULT_REGION = "us-east-1"
+GCS_ENDPOINT = "https://storage.googleapis.com"
+GCS_REGION = "auto"
 REGION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -22,6 +29,7 @@ class S3Location:
     key: str  # the object's key, or the prefix (ending in "/") of a folder
     region: str
     endpoint: str | None  # a custom endpoint (path style), None for AWS (virtual-hosted style)
+    scheme: str = "s3"  # "gs": Cloud Storage through its S3 interoperability API
 
     @property
     def is_prefix(self) -> bool:
@@ -29,7 +37,7 @@ class S3Location:
 
     @property
     def uri(self) -> str:
-        return f"s3://{self.bucket}/{self.key}"
+        return f"{self.scheme}://{self.bucket}/{self.key}"
 
     def bucket_url(self) -> str:
         """The URL of the bucket, without a trailing slash: object URLs and the listing hang off it."""
@@ -52,12 +60,21 @@ def _get(env: Mapping[str, str], *names: str) -> str | None:
 
 
 def s3_location(url: str, env: Mapping[str, str]) -> S3Location:
-    """The S3Location of an s3:// URL (a key, or a prefix ending in "/"), or UsageError."""
+    """The S3Location of an s3:// or gs:// URL (a key, or a prefix ending in "/"), or UsageError."""
+    scheme = urlsplit(url).scheme.lower()
     bucket = urlsplit(url).netloc
     key = url.split("://", 1)[1][len(bucket) :].lstrip("/")
     if not bucket or not key or "@" in bucket:
-        raise UsageError(f"MODEL_URL: s3:// URL must name a bucket and an object key or a prefix: {redact_url(url)}")
-    region = _get(env, "AWS_REGION", "AWS_DEFAULT_REGION") or DEFAULT_REGION
+        raise UsageError(
+            f"MODEL_URL: {scheme}:// URL must name a bucket and an object key or a prefix: {redact_url(url)}"
+        )
+    if scheme == "gs" and _get(env, "GOOGLE_APPLICATION_CREDENTIALS") and not _get(env, "AWS_ACCESS_KEY_ID"):
+        raise UsageError(
+            "gs:// sources do not read a service-account key file (GOOGLE_APPLICATION_CREDENTIALS); create HMAC keys "
+            "for the service account and give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    default_region = GCS_REGION if scheme == "gs" else DEFAULT_REGION
+    region = _get(env, "AWS_REGION", "AWS_DEFAULT_REGION") or default_region
     if not set(region) <= REGION_CHARS:
         raise UsageError(f"AWS_REGION must look like us-east-1, got {region!r}")
     endpoint = _get(env, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
@@ -66,7 +83,9 @@ def s3_location(url: str, env: Mapping[str, str]) -> S3Location:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise UsageError(f"AWS_ENDPOINT_URL must be an http(s) URL, got {redact_url(endpoint)!r}")
         endpoint = endpoint.rstrip("/")
-    return S3Location(bucket=bucket, key=key, region=region, endpoint=endpoint)
+    elif scheme == "gs":
+        endpoint = GCS_ENDPOINT
+    return S3Location(bucket=bucket, key=key, region=region, endpoint=endpoint, scheme=scheme)
 
 
 def prefix_label(location: S3Location) -> str:

@@ -46,8 +46,12 @@ options:
     description:
       - Kinds, each with C(apiVersion) and C(kind), that are optional in a cluster. A definition or an
         O(absent) object of such a kind is skipped when the API server does not serve the kind (its
-        discovery, made once per run for a kind outside the built-in table, says so), and reported
-        with the action C(not served); any other kind the server does not serve fails the task.
+        discovery, made once per run for a kind outside the built-in table, or remembered from an
+        earlier run where C(LLMMODEL_DISCOVERY_CACHE) is set, says so), and reported with the action
+        C(not served); any other kind the server does not serve fails the task.
+      - An object of such a kind that the API server refuses as invalid (422, for an older CRD's schema or
+        a validating webhook) is reported with the action C(rejected) and the server's C(message);
+        the other definitions are applied as usual.
       - For a kind another operator brings, such as the Prometheus Operator's PodMonitor.
     type: list
     elements: dict
@@ -95,7 +99,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 objects:
-  description: What was done to each object, in the order of O(definitions).
+  description: What was done to each object, in the order of O(definitions); a C(rejected) one has the API server's C(message).
   returned: always
   type: list
   elements: dict
@@ -119,13 +123,18 @@ diff:
 """
 
 from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, namespace_terminating, reported_api_errors
-from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, ForbiddenError, NotFoundError, ResourceNotFoundError
+from ansible.module_utils.llmmodel_discovery import forget
+from ansible.module_utils.llmmodel_kube import (MERGE_PATCH, ApiError, ConflictError, ForbiddenError, NotFoundError,
+                                                ResourceNotFoundError)
 from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 from ansible.module_utils.llmmodel_ownership import conflict, owned, stamped, without_owner_reference
 
 DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conflict": "conflict", "refused": "refused",
-        "not served": "not served"}
+        "not served": "not served", "rejected": "rejected"}
+# An optional kind's object the API server refuses as invalid (an older CRD's schema, a webhook) is
+# reported with the server's message; the model's own objects do not depend on it.
+INVALID = 422
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
@@ -163,8 +172,9 @@ class Applier:
 
     def resource(self, api_version, kind):
         """The resource of a kind, or None for an optional kind the API server does not serve."""
+        optional = (api_version, kind) in self.optional
         try:
-            return self.kube.resources.get(api_version=api_version, kind=kind)
+            return self.kube.resources.get(api_version=api_version, kind=kind, remembered=optional)
         except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
             if (api_version, kind) in self.optional:
                 return None
@@ -204,6 +214,16 @@ class Applier:
         if self.check_mode or action == "unchanged":
             return action, body
         try:
+            return self.send(resource, kind, manifest, action, body, namespace)
+        except ApiError as exc:
+            if (api_version, kind) in self.optional and exc.status == INVALID:
+                return "rejected", {"message": exc.summary()}
+            raise
+
+    def send(self, resource, kind, manifest, action, body, namespace):
+        """Create or patch (the plan of ``apply``), recovering from a stale cache. Returns (action, body)."""
+        api_version, name = manifest["apiVersion"], manifest["metadata"]["name"]
+        try:
             if action == "create":
                 try:
                     self.create(resource, kind, body, namespace)
@@ -227,6 +247,9 @@ class Applier:
             self.patch(resource, body, name, namespace)
         except NotFoundError:
             if action != "patch":
+                if (api_version, kind) in self.optional:  # remembered as served; its CRD has gone since
+                    forget(self.kube.base_url, api_version)
+                    return "not served", None
                 raise
             action, body = "create", with_record(manifest)
             self.create(resource, kind, body, namespace)
@@ -288,6 +311,9 @@ def run(params, check_mode=False, diff=False, client=None):
             where[0] = "%s %s" % (manifest.get("kind"), (manifest.get("metadata") or {}).get("name"))
             action, body = applier.apply(manifest)
             objects.append({"kind": manifest["kind"], "name": manifest["metadata"]["name"], "action": DONE[action]})
+            if action == "rejected":
+                objects[-1]["message"] = body["message"]
+                continue
             if action == "conflict":
                 conflicts.append(body)
                 break  # what follows depends on this object (the Job on the volume, the Deployment behind the Service)

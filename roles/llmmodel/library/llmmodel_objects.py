@@ -213,7 +213,7 @@ def applied(live, patch):
 def resource_of(kube, api_version, kind, optional=frozenset()):
     """The resource of a kind; None for an optional kind the API server does not serve."""
     try:
-        return kube.resources.get(api_version=api_version, kind=kind)
+        return kube.resources.get(api_version=api_version, kind=kind, remembered=(api_version, kind) in optional)
     except ResourceNotFoundError as exc:  # its message alone, without reported_api_errors' "where:"
         if (api_version, kind) in optional:
             return None

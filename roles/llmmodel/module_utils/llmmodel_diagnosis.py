@@ -29,8 +29,9 @@ PullStartupTimeout, PullContainerCreatingTooLong, PullUnschedulable, PullEvicted
 
   CredentialsNotFound       a pull pod waits in                       create the Secret with the key
                             CreateContainerConfigError because the    (the message says how); the
-                            Secret of the HF_TOKEN or MODEL_URL       operator never reads Secrets
-                            secretKeyRef, or its key, is missing
+                            Secret of the HF_TOKEN, AWS key pair or   operator never reads Secrets
+                            MODEL_URL secretKeyRef, or its key, is
+                            missing
   PullPodCreationFailed     a running Job without pods whose newest   as PodCreationFailed, for the pull
                             FailedCreate event says why (events read) pod
   VolumeNotBound            a pull pod the scheduler holds because    the claim's storage (the role says
@@ -49,6 +50,7 @@ import re
 from datetime import datetime, timezone
 
 from ansible.module_utils.llmmodel_advice import api_words, refusal_advice, short
+from ansible.module_utils.llmmodel_credentials import PLACEHOLDERS
 from ansible.module_utils.llmmodel_events import events_of, field_selector, parse_time
 from ansible.module_utils.llmmodel_pod_diagnosis import (
     CREATING_GRACE_SECONDS,
@@ -152,29 +154,36 @@ def _job_running(job):
     return not _condition(job, "Failed", "FailureTarget", "Complete", "SuccessCriteriaMet")
 
 
-# The Secrets a pull reads by secretKeyRef, by variable: what the value is, for the advice.
-_PULL_SECRETS = {"HF_TOKEN": "<your token>", "MODEL_URL": "<the URL of the weights file>"}
+# The Secrets a pull reads by secretKeyRef, by variable: what the value is, for the advice. Optional
+# references (a session token, a region) never stop the pod, so they are no cause.
+_PULL_SECRETS = dict(PLACEHOLDERS, MODEL_URL="<the URL of the weights file>")
 
 
 def _pull_secret_refs(job, pods):
-    """[(Secret name, key, what the value is)] of the pull's secretKeyRefs (HF_TOKEN, MODEL_URL), from
-    the Job or its pods."""
+    """[(Secret name, key, what the value is)] of the pull's required secretKeyRefs (HF_TOKEN, the AWS
+    key pair, MODEL_URL), from the Job or its pods."""
     specs = [((job.get("spec") or {}).get("template") or {}).get("spec") or {}] + [p.get("spec") or {} for p in pods]
     refs = []
     for spec in specs:
         for container in list(spec.get("initContainers") or []) + list(spec.get("containers") or []):
             for env in container.get("env") or []:
                 ref = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
-                if env.get("name") in _PULL_SECRETS and ref.get("name"):
+                if env.get("name") in _PULL_SECRETS and ref.get("name") and not ref.get("optional"):
                     found = (ref["name"], ref.get("key") or env["name"], _PULL_SECRETS[env["name"]])
                     if found not in refs:
                         refs.append(found)
     return refs
 
 
+def _create_command(namespace, name, refs):
+    """kubectl's command that creates Secret ``name`` with every key the pull reads from it."""
+    literals = " ".join("--from-literal=%s=%s" % (key, value) for secret, key, value in refs if secret == name)
+    return "kubectl -n %s create secret generic %s %s" % (namespace, name, literals)
+
+
 def _credentials_problem(job, pods):
     """CredentialsNotFound when a pull pod cannot start because a Secret it reads (the credentials
-    Secret, the Secret of the URL) or its key is missing."""
+    Secret, the Secret of the URL) or one of its keys is missing."""
     refs = _pull_secret_refs(job, pods)
     if not refs:
         return None
@@ -189,11 +198,12 @@ def _credentials_problem(job, pods):
             missing = _SECRET_NOT_FOUND.search(text)
             no_key = _SECRET_KEY_MISSING.search(text)
             for name, key, value in refs:
-                create = "kubectl -n %s create secret generic %s --from-literal=%s=%s" % (namespace, name, key, value)
                 if missing and missing.group("name") == name:
                     return {"reason": "CredentialsNotFound",
-                            "message": "Secret %s not found in namespace %s; create it: %s" % (name, namespace, create)}
+                            "message": "Secret %s not found in namespace %s; create it: %s"
+                            % (name, namespace, _create_command(namespace, name, refs))}
                 if no_key and no_key.group("name") == name and no_key.group("key") == key:
+                    create = _create_command(namespace, name, [(name, key, value)])
                     return {"reason": "CredentialsNotFound",
                             "message": "Secret %s has no key %s; put the value under that key: %s --dry-run=client -o yaml "
                             "| kubectl apply -f -" % (name, key, create)}

@@ -23,6 +23,8 @@ import ssl
 import tempfile
 import urllib.parse
 
+from ansible.module_utils.llmmodel_discovery import recall, remember
+
 MERGE_PATCH = "application/merge-patch+json"
 TIMEOUT_SECONDS = 60
 
@@ -117,16 +119,23 @@ class Resources:
         self._client = client
         self._listings = {}
 
-    def get(self, api_version, kind):
+    def get(self, api_version, kind, remembered=False):
+        """``remembered``: an optional kind's group-version, whose answer may come from an earlier run
+        (module_utils/llmmodel_discovery.py)."""
         known = BUILT_IN.get((api_version, kind))
         if known:
             return Resource(api_version, kind, *known)
         if api_version not in self._listings:
-            path = "/api/v1" if api_version == "v1" else "/apis/" + api_version
-            try:
-                self._listings[api_version] = self._client.request("GET", path).get("resources") or []
-            except NotFoundError:
-                self._listings[api_version] = []
+            listing = recall(self._client.base_url, api_version) if remembered else None
+            if listing is None:
+                path = "/api/v1" if api_version == "v1" else "/apis/" + api_version
+                try:
+                    listing = self._client.request("GET", path).get("resources") or []
+                except NotFoundError:
+                    listing = []
+                if remembered:
+                    remember(self._client.base_url, api_version, listing)
+            self._listings[api_version] = listing
         listing = self._listings[api_version]
         matches = [entry for entry in listing if entry.get("kind") == kind and "/" not in entry.get("name", "/")]
         if not matches:

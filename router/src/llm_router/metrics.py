@@ -7,7 +7,12 @@ A hand-written registry because an update here is a dict increment on the reques
 
 import bisect
 import collections
+import re
 
+# The numbers of an OpenAI `usage` object: what follows `"usage":` up to its first `}` (nested
+# *_details objects come after these fields in every server's output we know; llama.cpp, vLLM, OpenAI).
+USAGE = re.compile(rb'"usage"\s*:\s*\{[^}]*')
+USAGE_FIELD = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d+)')
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
@@ -35,6 +40,9 @@ class Metrics:
         self.upstream_errors = collections.Counter()  # (model, kind)
         self.upstream_latency = collections.defaultdict(Histogram)  # model: until response headers
         self.wait_latency = collections.defaultdict(Histogram)  # model: in the queue
+        self.first_byte_latency = collections.defaultdict(Histogram)  # model: until the first body byte
+        self.duration = collections.defaultdict(Histogram)  # model: until the response's end
+        self.tokens = collections.Counter()  # (model, kind): prompt or completion, as the server reported
 
     def request_done(self, model: str, code: int) -> None:
         self.requests[(model, code)] += 1
@@ -47,6 +55,19 @@ class Metrics:
 
     def queue_wait(self, model: str, seconds: float) -> None:
         self.wait_latency[model].observe(seconds)
+
+    def usage(self, model: str, tail: bytes) -> None:
+        """Counts the tokens of the last `usage` object in the end of an answer (a JSON body, or a
+        stream's last chunks with `stream_options.include_usage`); nothing when there is none."""
+        start = tail.rfind(b'"usage"')
+        if start < 0:
+            return
+        found = USAGE.match(tail, start)
+        if found is None:  # "usage": null, as vLLM writes it in every chunk but the last
+            return
+        tokens = self.tokens
+        for kind, count in USAGE_FIELD.findall(found.group()):
+            tokens[(model, kind.decode())] += int(count)
 
     def render(self) -> bytes:
         lines = []
@@ -92,6 +113,13 @@ class Metrics:
                 ("model", "kind"),
                 self.upstream_errors,
             ),
+            (
+                "tokens_total",
+                "counter",
+                "Tokens the model's server reported in its answers' usage, by kind (prompt, completion).",
+                ("model", "kind"),
+                self.tokens,
+            ),
         ):
             family(name, kind, text)
             for key, value in sorted(values.items()):
@@ -105,6 +133,16 @@ class Metrics:
                 self.upstream_latency,
             ),
             ("queue_wait_seconds", "Time a request waited for a replica with room.", self.wait_latency),
+            (
+                "upstream_first_byte_seconds",
+                "Time until the first body byte from the model's server (a stream's first token).",
+                self.first_byte_latency,
+            ),
+            (
+                "upstream_duration_seconds",
+                "Time until the model's server ended its answer.",
+                self.duration,
+            ),
         ):
             family(name, "histogram", text)
             for model, histogram in sorted(table.items()):

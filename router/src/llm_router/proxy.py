@@ -34,6 +34,9 @@ HOP_BY_HOP = frozenset(
 # Request headers passed on to the server; everything else (Authorization, cookies) stays here.
 FORWARDED = (b"content-type", b"accept", b"user-agent", b"x-request-id")
 RETRYABLE = frozenset(("refused", "connect_timeout", "reset", "closed"))
+# An answer's last read shorter than this is read together with the one before: a stream's usage
+# chunk can arrive in the read before the one that carries `data: [DONE]`.
+USAGE_WINDOW = 4096
 STREAM_CUT = (
     b'data: {"error": {"message": "The model\'s server ended the stream before its end.", '
     b'"type": "server_error", "code": "upstream_closed"}}\n\n'
@@ -56,6 +59,8 @@ class Exchange:
         "metrics",
         "keep_alive",
         "head",
+        "tail",
+        "before",
     )
 
     def __init__(self, client, upstream, model_name, metrics):
@@ -70,6 +75,10 @@ class Exchange:
         self.metrics = metrics
         self.keep_alive = False
         self.head = None  # the response head, written with the first body piece read with it
+        # The body pieces of the last two reads that brought any (references, not copies): where an
+        # answer's `usage` is, read once at its end (metrics.usage). None until the first body byte.
+        self.tail = None
+        self.before = None
 
     def on_head(self, status: int, headers, upstream_keep_alive: bool) -> None:
         self.metrics.upstream_latency[self.model].observe(time.monotonic() - self.sent_at)
@@ -101,6 +110,11 @@ class Exchange:
 
     def on_body(self, pieces, end: bool) -> None:
         """What one read from the server brought, written to the client at once, in one write."""
+        if pieces:
+            if self.tail is None:
+                self.metrics.first_byte_latency[self.model].observe(time.monotonic() - self.sent_at)
+            self.before = self.tail
+            self.tail = pieces
         client = self.client
         if client.closed:
             return
@@ -120,6 +134,13 @@ class Exchange:
             client.transport.write(b"".join(out) if len(out) > 1 else out[0])
 
     def on_end(self) -> None:
+        metrics = self.metrics
+        metrics.duration[self.model].observe(time.monotonic() - self.sent_at)
+        if 200 <= self.status < 300 and self.tail is not None:
+            tail = b"".join(self.tail)
+            if len(tail) < USAGE_WINDOW and self.before is not None:
+                tail = b"".join(self.before) + tail
+            metrics.usage(self.model, tail)
         if not self.future.done():
             self.future.set_result(None)
 

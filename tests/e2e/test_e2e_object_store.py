@@ -1,0 +1,128 @@
+"""Weights from a private object store on the real node: versitygw (conftest.object_store) checks every
+request's AWS Signature V4, the key pair reaches the pull pod from the model's credentialsSecret by
+reference only, and SmolLM2 pulled from a private bucket's folder answers. The failures a user meets
+(a wrong secret, an unknown key, a key without access, no bucket, no object, an empty folder, a wrong
+region; a missing Secret or one without the key pair) each end the pull once with what to fix, a fixed
+Secret is taken by retry-pull (or by the waiting pod itself), and no key shows in anything a viewer
+reads or in the operator's log."""
+
+from __future__ import annotations
+
+from kubernetes.client.rest import ApiException
+
+from e2e_helpers import (GROUP, MANAGER, MODEL_FILE, MODEL_FOLDER, OPERATOR_NAMESPACE, PLURAL, PRIVATE_BUCKET, VERSION, kubectl, llmmodel,
+                         wait_until)
+from llm_model_puller.s3_auth import Credentials
+from s3_server import READER_KEY, ROOT_KEY
+from test_e2e_lifecycle import Models, answer_of, namespace  # noqa: F401  (namespace: the module's fixture)
+
+FOLDER_URL = f"s3://{PRIVATE_BUCKET}/{MODEL_FOLDER}/"
+UNKNOWN = Credentials("AKIAUNKNOWNKEY000001", "unknown/Secret+Key/ForTheS3Gateway000001")
+WRONG = Credentials(ROOT_KEY.access_key, "wrong/Secret+Key/ForTheS3Gateway00000001")
+KEYS = (ROOT_KEY, READER_KEY, UNKNOWN, WRONG)
+RETRY_ANNOTATION = "inference.ai.example.com/retry-pull"
+# case: (key pair in the Secret, source URL, words of the pull's one-line failure)
+FAILURES = {
+    "wrong-secret": (WRONG, FOLDER_URL, "(SignatureDoesNotMatch): AWS_SECRET_ACCESS_KEY is not the secret of AWS_ACCESS_KEY_ID"),
+    "unknown-key": (UNKNOWN, FOLDER_URL, "does not know the access key (InvalidAccessKeyId)"),
+    "access-denied": (READER_KEY, FOLDER_URL, "access denied to"),
+    "no-bucket": (ROOT_KEY, "s3://no-such-bucket/m.gguf", "(NoSuchBucket)"),
+    "no-key": (ROOT_KEY, f"s3://{PRIVATE_BUCKET}/{MODEL_FOLDER}/missing.gguf", "(NoSuchKey)"),
+    "empty-prefix": (ROOT_KEY, f"s3://{PRIVATE_BUCKET}/empty/", f"no object under s3://{PRIVATE_BUCKET}/empty/"),
+    "wrong-region": (ROOT_KEY, FOLDER_URL, "is not in region eu-west-1 (AuthorizationHeaderMalformed; the store says us-east-1): "
+                     "set AWS_REGION"),
+}
+SECRET_EXTRA = {"wrong-region": {"AWS_REGION": "eu-west-1"}}
+
+
+def secret(name, store, key, **extra):
+    """The Secret a user writes for the store: the AWS SDKs' variables (store.env())."""
+    return {"metadata": {"name": name}, "stringData": {**store.env(key), **extra}}
+
+
+def wait_weights_ready(models, name, timeout=240):
+    def ready():
+        status = models.get(name).get("status", {})
+        return {c["type"]: c["status"] for c in status.get("conditions", [])}.get("WeightsReady") == "True" and status
+
+    return wait_until(f"LLMModel {name}'s weights to be ready", ready, timeout, lambda: models.describe(name))
+
+
+def assert_no_key_shows(models):
+    """No secret key, access key or session of the store in what a viewer reads, nor in the operator's log."""
+    seen = kubectl("get", "llmmodels,jobs,pods,events,pvc", "-n", models.namespace, "-o", "json", check=False).stdout
+    seen += kubectl("logs", "-n", OPERATOR_NAMESPACE, f"deployment/{MANAGER}", "--tail=-1", check=False).stdout
+    for key in KEYS:
+        assert key.secret_key not in seen and key.access_key not in seen, "a key of the store shows"
+
+
+def test_a_private_folder_waits_for_its_secret_then_serves(api, namespace, operator, object_store):  # noqa: F811
+    models = Models(api, namespace)
+    name = "smollm-s3"
+    body = llmmodel(name, {"url": FOLDER_URL, "credentialsSecret": "store-key"}, None, purge=True)
+    models.create(body)
+    weights = models.wait_condition(name, "Failed", "WeightsReady", "CredentialsNotFound", "say its Secret is missing", 180)
+    assert (f"Secret store-key not found in namespace {namespace}; create it: kubectl -n {namespace} create secret generic "
+            "store-key --from-literal=AWS_ACCESS_KEY_ID=<access key id> "
+            "--from-literal=AWS_SECRET_ACCESS_KEY=<secret access key>") in weights["message"], weights
+
+    models.core.create_namespaced_secret(namespace, secret("store-key", object_store, ROOT_KEY))
+    models.wait_serving(name)
+    print(f"\n{name} answered (a private bucket's folder, key pair from its Secret): {answer_of(models, name, served_name=name)!r}")
+    served = models.served_dir(name)
+    assert (served / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    assert (served / "licenses" / "LICENSE").read_bytes() == b"Apache-2.0\n"  # the folder's layout is kept
+    env = models.batch.read_namespaced_job(f"{name}-pull", namespace).spec.template.spec.containers[0].env
+    aws = {e.name: e for e in env if e.name.startswith("AWS_")}
+    assert aws and all(e.value is None and e.value_from.secret_key_ref.name == "store-key" for e in aws.values()), aws
+    assert_no_key_shows(models)
+    models.delete_purged(name)
+
+
+def test_hmac_keys_pull_a_gs_object_once_its_secret_has_them(api, namespace, operator, object_store):  # noqa: F811
+    """gs:// with HMAC keys: the same signed protocol; the store stands in for storage.googleapis.com
+    (AWS_ENDPOINT_URL in the Secret). A Secret without the key pair holds the pull pod at the real
+    kubelet, the model says which key is missing, and the pod starts by itself once the Secret has it."""
+    models = Models(api, namespace)
+    name = "smollm-gs"
+    models.core.create_namespaced_secret(namespace, {"metadata": {"name": "gcs-hmac"}, "stringData": {"AWS_REGION": "us-east-1"}})
+    url = f"gs://{PRIVATE_BUCKET}/{MODEL_FOLDER}/{MODEL_FILE.name}"
+    models.create(llmmodel(name, {"url": url, "credentialsSecret": "gcs-hmac"}, None, purge=True))
+    weights = models.wait_condition(name, "Failed", "WeightsReady", "CredentialsNotFound", "say its Secret has no key pair", 180)
+    assert weights["message"].startswith("Secret gcs-hmac has no key AWS_ACCESS_KEY_ID; put the value under that key: "), weights
+
+    models.core.replace_namespaced_secret("gcs-hmac", namespace, secret("gcs-hmac", object_store, ROOT_KEY))
+    status = wait_weights_ready(models, name)
+    assert status["weights"]["source"] == url, status
+    models.delete_purged(name)
+
+
+def test_object_store_failures_end_the_pull_once_with_what_to_fix(api, namespace, operator, object_store):  # noqa: F811
+    models = Models(api, namespace)
+    for case, (key, url, _words) in FAILURES.items():
+        models.core.create_namespaced_secret(namespace, secret(f"key-{case}", object_store, key, **SECRET_EXTRA.get(case, {})))
+        models.create(llmmodel(f"fail-{case}", {"url": url, "credentialsSecret": f"key-{case}"}, None, purge=True))
+    for case, (_key, _url, words) in FAILURES.items():
+        name = f"fail-{case}"
+        weights = models.wait_condition(name, "Failed", "WeightsReady", "PullFailed", f"fail its pull ({case})", 240)
+        assert words in weights["message"], (case, weights)
+        job = models.batch.read_namespaced_job(f"{name}-pull", namespace)
+        # One pod, and the Job gave up at once (the puller's permanent exit code): no retry loop.
+        assert (job.status.failed, job.status.succeeded) == (1, None), (case, job.status)
+        events = [e for e in models.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+                  if e.reason == "PullFailed"]
+        assert len(events) == 1 and events[0].count in (None, 1), (case, [(e.reason, e.count) for e in events])
+    assert_no_key_shows(models)
+
+    # The Secret fixed, retry-pull takes the new key: a failed pull is retried only when asked.
+    models.core.replace_namespaced_secret("key-wrong-secret", namespace, secret("key-wrong-secret", object_store, ROOT_KEY))
+    models.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "fail-wrong-secret",
+                                                 {"metadata": {"annotations": {RETRY_ANNOTATION: "fixed-secret"}}})
+    wait_weights_ready(models, "fail-wrong-secret")
+    for case in FAILURES:
+        try:
+            models.delete(f"fail-{case}")
+        except ApiException as error:
+            assert error.status == 404
+    wait_until("the failed models to be gone", lambda: all(models.gone(f"fail-{case}") for case in FAILURES), 240,
+               lambda: models.describe("fail-wrong-secret"))

@@ -46,9 +46,14 @@ help: ## Show the targets.
 tools: ## Build the pinned Go tools into bin/ (only what is missing).
 	@$(PYTHON) hack/build_tools.py
 
-.PHONY: cluster-tools
+.PHONY: cluster-tools operator-tools
 cluster-tools:
 	@$(PYTHON) hack/build_tools.py cluster
+
+# Only what running the operator locally needs (a cold `make demo` builds no Helm, operator-sdk or
+# Prometheus).
+operator-tools:
+	@$(PYTHON) hack/build_tools.py operator
 
 .PHONY: node-tools
 node-tools: ## Build the real node's parts into bin/ (kubelet, kube-proxy, containerd, runc, CNI plugins, crictl; only what is missing).
@@ -103,12 +108,12 @@ install-crd: cluster-tools ## Apply the CRD to the current cluster.
 	$(KUBECTL) apply --server-side -f config/crd/bases/
 	$(KUBECTL) wait --for=condition=Established crd/llmmodels.inference.ai.example.com --timeout=60s
 
-run: venv tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
+run: $(VENV_STAMP) $(COLLECTIONS_STAMP) operator-tools install-crd ## Run the operator in the foreground against the current cluster (the real ansible-operator).
 	$(PYTHON) hack/operator_supervisor.py -- env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
 # Both run the operator under hack/operator_supervisor.py: stopped, crashed or SIGKILLed, it leaves
 # no ansible-runner or ansible-playbook behind.
-operator-start: venv tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
+operator-start: $(VENV_STAMP) $(COLLECTIONS_STAMP) operator-tools install-crd ## Start the operator in the background (log: .cluster/operator.log).
 	@$(PYTHON) hack/run_operator.py start --log $(OPERATOR_LOG) --pidfile $(OPERATOR_PIDFILE) -- \
 		env $(OPERATOR_ENV) $(BIN)/ansible-operator run $(OPERATOR_ARGS)
 
@@ -121,7 +126,9 @@ operator-stop: ## Stop the background operator and every process it started.
 DEMO_REAL_NODE ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 .PHONY: demo
 demo: REAL_NODE = $(DEMO_REAL_NODE)
-demo: venv tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, SmolLM2 answers a chat request.
+# The images the demo's pods run (the operator runs on this machine, not from its image).
+demo: IMAGES_KEYS = puller router llama-server pause
+demo: $(VENV_STAMP) $(COLLECTIONS_STAMP) operator-tools $(if $(filter 1,$(DEMO_REAL_NODE)),node-tools images model) cluster-up operator-start ## Local cluster + operator + the sample models until Serving; with the real node, two SmolLM2 models answer through the router.
 	@$(PYTHON) hack/demo.py
 
 ##@ Tests

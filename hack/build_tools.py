@@ -6,7 +6,8 @@ is the one place its version lives. A stamp file bin/.stamps/<tool> records the 
 built from, so `make tools` rebuilds only what is missing or out of date and a warm run takes seconds.
 
 Usage: build_tools.py [TOOL|GROUP ...]   (default: every tool but the node's)
-Groups: `cluster` (what the local cluster runs), `node` (the real node's parts: kubelet, kube-proxy,
+Groups: `cluster` (what the local cluster runs), `operator` (the cluster's, kustomize and
+ansible-operator: what `make run` and `make demo` use), `node` (the real node's parts: kubelet, kube-proxy,
 containerd, ctr, the runc shim, runc, the CNI plugins, crictl; `make node-tools`). runc is the one
 cgo build (libseccomp from Debian: `hack/apt_install.py node-build`); every other tool is pure Go.
 """
@@ -91,7 +92,10 @@ NODE_TOOLS = [
     "cni/portmap",
     "crictl",
 ]
-GROUPS = {"cluster": CLUSTER_TOOLS, "node": NODE_TOOLS}
+# What running the operator locally needs (`make run`, `operator-start`, `make demo`): the cluster, the
+# operator binary and kustomize (the demo's router). Not operator-sdk, Helm or the monitoring tools.
+OPERATOR_TOOLS = [*CLUSTER_TOOLS, "kustomize", "ansible-operator"]
+GROUPS = {"cluster": CLUSTER_TOOLS, "node": NODE_TOOLS, "operator": OPERATOR_TOOLS}
 # runc's nsenter is C and seccomp comes from libseccomp: the one cgo build.
 CGO_TAGS = {"runc": "seccomp"}
 # Prometheus and promtool without the cloud service discoveries (half of the build): only the

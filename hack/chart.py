@@ -14,6 +14,9 @@ config/prometheus with kustomize, exactly as `make deploy` would, and writes int
   hooked in where a platform team sets them (image, replicas, resources, security contexts,
   placement, log level, the environment the role reads);
 - templates/monitoring/*.yaml: the objects of config/prometheus, behind monitoring.enabled;
+- templates/router/*.yaml: the router's objects (config/router, labelled its component), behind
+  router.enabled, its Deployment with the router.* values hooked in (image, replicas, served
+  namespaces, resources, placement, the API keys' Secret) and its PodDisruptionBudget only with more than one replica;
 - the "(make chart)" values of values.yaml (the manager's defaults) and the runtime presets of
   values.schema.json (from roles/llmmodel/defaults/main.yml).
 
@@ -50,6 +53,7 @@ MANAGER_ENV = {
     "ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM": "{{ $.Values.ansibleVerbosity | quote }}",
     "LLMMODEL_PULLER_IMAGE": "{{ $.Values.pullerImage | quote }}",
     "LLMMODEL_PULLER_RESOURCES": "{{ $.Values.pullerResources | toJson | quote }}",
+    "LLMMODEL_NETWORK_POLICY": "{{ $.Values.networkPolicy | toString | quote }}",
 }
 # Environment the chart adds after config's: each runtime preset's image, the Hub endpoint, extraEnv.
 EXTRA_ENV = """\
@@ -82,6 +86,43 @@ tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with $.Values.affinity }}
 affinity: {{- toYaml . | nindent 2 }}
+{{- end }}"""
+ROUTER_LABEL = ("app.kubernetes.io/component", "router")
+ROUTER_ENABLED = "$.Values.router.enabled"
+# The router's objects that render under a condition of their own (besides router.enabled).
+ROUTER_CONDITIONS = {"PodDisruptionBudget": f"and {ROUTER_ENABLED} (gt (int $.Values.router.replicas) 1)"}
+ROUTER_PLACEMENT = """\
+{{- with $.Values.router.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $.Values.router.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}"""
+# API keys (router/README.md): the Secret the values name, mounted (the router has no RBAC on Secrets).
+ROUTER_KEYS_DIR = "/etc/llm-router/api-keys"
+ROUTER_KEYS_ENV = f"""\
+{{{{- if $.Values.router.apiKeys.secretName }}}}
+- name: LLM_ROUTER_API_KEYS_FILE
+  value: {ROUTER_KEYS_DIR}/keys.json
+{{{{- end }}}}"""
+ROUTER_KEYS_MOUNT = f"""\
+{{{{- if $.Values.router.apiKeys.secretName }}}}
+volumeMounts:
+- name: api-keys
+  mountPath: {ROUTER_KEYS_DIR}
+  readOnly: true
+{{{{- end }}}}"""
+ROUTER_KEYS_VOLUME = """\
+{{- with $.Values.router.apiKeys }}
+{{- if .secretName }}
+volumes:
+- name: api-keys
+  secret:
+    secretName: {{ .secretName | quote }}
+    items:
+    - key: {{ .key | quote }}
+      path: keys.json
+{{- end }}
 {{- end }}"""
 MAX_FULLNAME = 28  # _helpers.tpl: the longest Service name built on the fullname must stay within 63
 
@@ -264,6 +305,53 @@ def manager_deployment(deployment: dict, renamer: Renamer, base_name: str) -> st
     return template_file("config/manager", to_template(obj, extra))
 
 
+def is_router(obj: dict) -> bool:
+    return (obj["metadata"].get("labels") or {}).get(ROUTER_LABEL[0]) == ROUTER_LABEL[1]
+
+
+def router_deployment(deployment: dict, renamer: Renamer) -> str:
+    """config/router's Deployment with the router.* values hooked in."""
+    obj = with_release_labels(renamer.walk(deployment), deployment["spec"]["selector"]["matchLabels"])
+    obj["spec"]["replicas"] = "@@REPLICAS@@"
+    pod = obj["spec"]["template"]["spec"]
+    pod["@@PLACEMENT@@"] = None
+    router = next(c for c in pod["containers"] if c["name"] == "router")
+    router["image"] = "@@IMAGE@@"
+    names = [e["name"] for e in router.get("env", [])]
+    if "LLM_ROUTER_NAMESPACES" not in names:
+        sys.exit("chart: config/router/deployment.yaml no longer sets LLM_ROUTER_NAMESPACES, which router.namespaces sets")
+    router["env"] = [{"name": name, "value": "@@NAMESPACES@@"} if name == "LLM_ROUTER_NAMESPACES" else e
+                     for name, e in zip(names, router["env"])]
+    router["env"].append("@@KEYS_ENV@@")
+    router["resources"] = "@@RESOURCES@@"
+    router["@@KEYS_MOUNT@@"] = None
+    pod["@@KEYS_VOLUME@@"] = None
+    extra = {
+        "REPLICAS": "{{ $.Values.router.replicas }}",
+        "PLACEMENT": "LINES " + ROUTER_PLACEMENT,
+        "IMAGE": "{{ $.Values.router.image | quote }}",
+        "NAMESPACES": '{{ join "," $.Values.router.namespaces | quote }}',
+        "RESOURCES": "BLOCK toYaml $.Values.router.resources",
+        "KEYS_ENV": "LINES " + ROUTER_KEYS_ENV,
+        "KEYS_MOUNT": "LINES " + ROUTER_KEYS_MOUNT,
+        "KEYS_VOLUME": "LINES " + ROUTER_KEYS_VOLUME,
+    }
+    return template_file("config/router", to_template(obj, extra), ROUTER_ENABLED)
+
+
+def router_templates(chart: pathlib.Path, objects: list[dict], renamer: Renamer, prefix: str) -> None:
+    """templates/router/: config/router's objects behind router.enabled."""
+    selector = next(o for o in objects if o["kind"] == "Deployment")["spec"]["selector"]["matchLabels"]
+    for obj in objects:
+        short = obj["metadata"]["name"][len(prefix):]
+        if obj["kind"] == "Deployment":
+            text = router_deployment(obj, renamer)
+        else:
+            body = to_template(with_release_labels(renamer.walk(obj), selector))
+            text = template_file("config/router", body, ROUTER_CONDITIONS.get(obj["kind"], ROUTER_ENABLED))
+        (chart / "templates" / "router" / f"{obj['kind'].lower()}-{short}.yaml").write_text(text)
+
+
 def manager_defaults(deployment: dict) -> dict:
     """The "(make chart)" values: config's manager settings, the chart's defaults."""
     pod = deployment["spec"]["template"]["spec"]
@@ -274,6 +362,7 @@ def manager_defaults(deployment: dict) -> dict:
         "ansibleVerbosity": int(env["ANSIBLE_VERBOSITY_LLMMODEL_INFERENCE_AI_EXAMPLE_COM"]),
         "pullerImage": env["LLMMODEL_PULLER_IMAGE"],
         "pullerResources": json.loads(env["LLMMODEL_PULLER_RESOURCES"]),
+        "networkPolicy": env["LLMMODEL_NETWORK_POLICY"] == "true",
         "resources": manager.get("resources", {}),
         "podSecurityContext": pod.get("securityContext", {}),
         "securityContext": manager.get("securityContext", {}),
@@ -327,8 +416,10 @@ def generate(chart: pathlib.Path, kustomize: str) -> None:
     monitoring += [o for o in objects if o["apiVersion"].startswith("monitoring.coreos.com/")]
     objects = [o for o in objects if o["apiVersion"].split("/")[0] != "monitoring.coreos.com"]
     renamer = Renamer(objects + monitoring, prefix, namespace)
+    router = [o for o in objects if is_router(o)]
+    objects = [o for o in objects if not is_router(o)]
 
-    for generated in ("crds", "templates/config", "templates/monitoring"):
+    for generated in ("crds", "templates/config", "templates/monitoring", "templates/router"):
         shutil.rmtree(chart / generated, ignore_errors=True)
         (chart / generated).mkdir(parents=True)
     deployments = [o for o in objects if o["kind"] == "Deployment"]
@@ -364,6 +455,7 @@ def generate(chart: pathlib.Path, kustomize: str) -> None:
         body = to_template(with_release_labels(renamer.walk(obj), pod_selector))
         (chart / "templates" / "monitoring" / f"{obj['kind'].lower()}-{short}.yaml").write_text(
             template_file("config/prometheus", body, "$.Values.monitoring.enabled"))
+    router_templates(chart, router, renamer, prefix)
     write_values(chart / "values.yaml", manager_defaults(deployments[0]))
     write_schema(chart / "values.schema.json", runtime_presets())
 

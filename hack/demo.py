@@ -4,8 +4,9 @@
 Run by `make demo` after the local cluster and the operator are up. It applies config/samples into the
 namespace `llm-demo`, waits until every sample reports phase Serving with its URL, and prints
 `kubectl get llmmodels`. With the real node (`make demo` on a machine that can run it) it then serves
-SmolLM2-135M-Instruct for real (hack/demo_real.py) and prints its answer to a chat request and the
-curl command that asked it. Leaves everything running; `make cluster-down` ends it.
+SmolLM2-135M-Instruct for real as two models behind the router, the one OpenAI endpoint
+(hack/demo_real.py), and prints the router's model list and a chat streamed through it, with the
+curl commands that asked them. Leaves everything running; `make cluster-down` ends it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
     images.py import              import those tars into a containerd (--address, --ctr)
     images.py list                print key, name and exported tar of every image
 
-Options: --operator-image (IMG), --puller-image (LLMMODEL_PULLER_IMAGE), --ansible-operator (the
+Options: --operator-image (IMG), --puller-image (LLMMODEL_PULLER_IMAGE), --router-image
+(LLM_ROUTER_IMAGE), --ansible-operator (the
 binary the stand-in base carries). Bases that cannot be pulled here are stand-ins made locally
 (images/README.md). Each image is rebuilt only when its inputs changed (hack/imagebuild/digest.py).
 """
@@ -32,6 +33,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("keys", nargs="*", help="images to build (default: all)")
     parser.add_argument("--operator-image", default="ghcr.io/llm-operator/llm-operator:0.1.0")
     parser.add_argument("--puller-image", default="ghcr.io/llm-operator/llm-model-puller:0.1.0")
+    parser.add_argument("--router-image", default=catalog.ROUTER)
     parser.add_argument("--ansible-operator", type=pathlib.Path, default=paths.ROOT / "bin" / "ansible-operator")
     parser.add_argument("--address", default="/run/containerd/containerd.sock", help="containerd socket")
     parser.add_argument("--ctr", default="ctr", help="the ctr binary")
@@ -66,7 +68,7 @@ def build(images: list[catalog.Image]) -> None:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    all_images = catalog.images(args.operator_image, args.puller_image, args.ansible_operator)
+    all_images = catalog.images(args.operator_image, args.puller_image, args.ansible_operator, args.router_image)
     if args.action == "list":
         for image in all_images:
             print(image.key, image.name, paths.IMAGES / f"{image.key}.tar" if image.export else "-")

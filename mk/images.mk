@@ -1,6 +1,7 @@
 ##@ Images (mk/images.mk)
 #
-# images          the operator ($(IMG)), puller ($(LLMMODEL_PULLER_IMAGE)), llama-server and pause
+# images          the operator ($(IMG)), puller ($(LLMMODEL_PULLER_IMAGE)), router ($(LLM_ROUTER_IMAGE)),
+#                 llama-server and pause
 #                 images, built from the project's Dockerfiles with buildah (no Docker daemon), each
 #                 only when its inputs changed; exported to .cache/images/<key>.tar. Bases that cannot
 #                 be pulled are local stand-ins (images/README.md).
@@ -14,10 +15,14 @@ PYTHON ?= python3
 IMG ?= ghcr.io/llm-operator/llm-operator:0.1.0
 # The role's default (roles/llmmodel/defaults/main.yml); tests/images checks they agree.
 LLMMODEL_PULLER_IMAGE ?= ghcr.io/llm-operator/llm-model-puller:0.1.0
+# The chart's and config/router's default; tests/images checks they agree.
+LLM_ROUTER_IMAGE ?= ghcr.io/llm-operator/llm-router:0.1.0
+# Which images `make images` builds (keys of `hack/images.py list`); empty: all of them.
+IMAGES_KEYS ?=
 CONTAINERD_ADDRESS ?= /run/containerd/containerd.sock
 CTR ?= ctr
 IMAGES_ARGS = --operator-image $(IMG) --puller-image $(LLMMODEL_PULLER_IMAGE) \
-	--ansible-operator $(CURDIR)/bin/ansible-operator
+	--router-image $(LLM_ROUTER_IMAGE) --ansible-operator $(CURDIR)/bin/ansible-operator
 
 .PHONY: images images-import model images-test images-import-test images-debian-packages
 images-debian-packages:
@@ -26,7 +31,7 @@ images-debian-packages:
 # The operator image installs kubernetes.core from the artifact of `make collections` (no Galaxy here).
 images: images-debian-packages $(if $(wildcard hack/install_collections.py),collections) ## Build the project's images without Docker (only what changed) into .cache/images/.
 	@$(PYTHON) hack/build_tools.py ansible-operator
-	@$(PYTHON) hack/images.py build $(IMAGES_ARGS)
+	@$(PYTHON) hack/images.py build $(IMAGES_KEYS) $(IMAGES_ARGS)
 
 images-import: ## Import .cache/images/*.tar into a containerd (CONTAINERD_ADDRESS=..., CTR=bin/ctr).
 	@$(PYTHON) hack/images.py import $(IMAGES_ARGS) --address $(CONTAINERD_ADDRESS) --ctr $(CTR)
@@ -34,8 +39,8 @@ images-import: ## Import .cache/images/*.tar into a containerd (CONTAINERD_ADDRE
 model: ## Fetch the sample model (SmolLM2-135M-Instruct GGUF) into .cache/models/.
 	@$(PYTHON) hack/fetch_model.py
 
-images-test: venv images model ## Run the built images with runc: puller, operator, llama-server answering a chat request.
-	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not containerd" tests/images
+images-test: venv images model ## Run the built images with runc: puller, operator, router, llama-server answering a chat request.
+	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) LLM_ROUTER_IMAGE=$(LLM_ROUTER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not containerd" tests/images
 
 images-import-test: venv images ## Import the images into a private containerd (needs bin/containerd, bin/ctr of the node tools).
-	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) -m containerd tests/images
+	IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) LLM_ROUTER_IMAGE=$(LLM_ROUTER_IMAGE) $(VENV)/bin/pytest $(PYTEST_FLAGS) -m containerd tests/images

@@ -16,6 +16,8 @@
 #              PrometheusRule: docs/monitoring.md); they need the Prometheus Operator's CRDs.
 #              auto (default): deploy and undeploy include them where the cluster serves
 #              monitoring.coreos.com/v1, build-installer always; true; false.
+# ROUTER       true (default): deploy and build-installer include the router (config/router, Service
+#              llm-operator-router port 8000); false leaves it out. undeploy removes it either way.
 
 KUBECTL ?= bin/kubectl
 KUSTOMIZE ?= bin/kustomize
@@ -33,6 +35,7 @@ BUNDLE_METADATA_OPTS ?= $(BUNDLE_CHANNELS) $(BUNDLE_DEFAULT_CHANNEL)
 # true: `make undeploy` leaves the CRD (and so every LLMModel) in place.
 KEEP_CRDS ?= false
 MONITORING ?= auto
+ROUTER ?= true
 # How long `make undeploy` waits for the operator to finalize the LLMModels before it goes.
 UNDEPLOY_TIMEOUT ?= 5m
 
@@ -40,12 +43,14 @@ INSTALL_KUBECTL = KUBECONFIG=$(KUBECONFIG) $(KUBECTL)
 LLMMODEL_CRD = llmmodels.inference.ai.example.com
 
 # $(call kustomize-overlay,<config dir>,<extra patches, as items of its patches list>): print the build of
-# config/<config dir> with the manager image set to $(IMG), through a temporary overlay.
+# config/<config dir> with the manager image set to $(IMG) and the router's to $(LLM_ROUTER_IMAGE),
+# through a temporary overlay.
 define kustomize-overlay
 overlay=$$(mktemp -d) && trap 'rm -rf "$$overlay"' EXIT && \
 	printf 'resources:\n  - %s\npatches:\n%s' "$$(realpath --relative-to="$$overlay" "$(CURDIR)/config/$(1)")" "$(2)" \
 		> "$$overlay/kustomization.yaml" && \
-	(cd "$$overlay" && "$(abspath $(KUSTOMIZE))" edit set image controller=$(IMG)) && \
+	(cd "$$overlay" && "$(abspath $(KUSTOMIZE))" edit set image controller=$(IMG) \
+		ghcr.io/llm-operator/llm-router=$(LLM_ROUTER_IMAGE)) && \
 	$(KUSTOMIZE) build "$$overlay"
 endef
 
@@ -74,6 +79,20 @@ define DROP_MONITORING_PATCH
 endef
 export DROP_MONITORING_PATCH
 
+# Kustomization lines that drop the router (config/router: every object labelled its component).
+define DROP_ROUTER_PATCH
+  - target: {labelSelector: app.kubernetes.io/component=router}
+    patch: |-
+      $$patch: delete
+      apiVersion: v1
+      kind: Any
+      metadata:
+        name: any
+
+endef
+export DROP_ROUTER_PATCH
+ROUTER_PATCH = $(if $(filter false,$(ROUTER)),$$DROP_ROUTER_PATCH,)
+
 # $(call monitoring-patch,<auto means>): a shell expression printing DROP_MONITORING_PATCH unless the
 # monitoring objects go in (MONITORING=true; auto: `cluster` asks the cluster, `true` includes them).
 define monitoring-patch
@@ -83,7 +102,7 @@ endef
 .PHONY: manifests-check
 manifests-check: ## Check config/: the CRD parses and documents every field, every kustomization builds.
 	$(VENV)/bin/python hack/check_crd.py
-	@set -e; for dir in crd rbac manager default prometheus samples scorecard manifests; do \
+	@set -e; for dir in crd rbac manager router default prometheus samples scorecard manifests; do \
 		$(KUSTOMIZE) build config/$$dir > /dev/null; echo "config/$$dir: builds"; done
 
 .PHONY: install
@@ -98,7 +117,7 @@ uninstall: ## Remove the CRD and with it every LLMModel (stop `make run` only af
 .PHONY: deploy
 deploy: ## Deploy the operator (image IMG=...) into llm-operator-system.
 	@test -n "$(IMG)" || { echo "IMG is empty: make deploy IMG=<registry>/<image>:<tag>" >&2; exit 1; }
-	$(call kustomize-overlay,default,$(call monitoring-patch,cluster)) | $(INSTALL_KUBECTL) apply --server-side -f -
+	$(call kustomize-overlay,default,$(ROUTER_PATCH)$(call monitoring-patch,cluster)) | $(INSTALL_KUBECTL) apply --server-side -f -
 	$(INSTALL_KUBECTL) wait --for=condition=Established --timeout=60s crd/$(LLMMODEL_CRD)
 
 .PHONY: undeploy
@@ -123,7 +142,7 @@ release-models: ## Without a running operator: remove every LLMModel, keeping or
 .PHONY: build-installer
 build-installer: ## Write dist/install.yaml: CRD, RBAC and manager (image IMG=...) in one manifest.
 	@mkdir -p dist
-	$(call kustomize-overlay,default,$(call monitoring-patch,true)) > dist/install.yaml
+	$(call kustomize-overlay,default,$(ROUTER_PATCH)$(call monitoring-patch,true)) > dist/install.yaml
 	@echo "dist/install.yaml: manager image $(IMG)$(if $(filter false,$(MONITORING)),, with the ServiceMonitor and the alerts (they need the Prometheus Operator's CRDs; MONITORING=false leaves them out))"
 
 .PHONY: bundle

@@ -3,7 +3,7 @@
 Stand-ins (localhost/llm-operator/...) replace the public bases that cannot be pulled here; the
 project's own images are built from its own Dockerfiles with the stand-ins named by build arguments,
 and are the ones exported to .cache/images/<key>.tar for a containerd. A user's names (IMG,
-LLMMODEL_PULLER_IMAGE) come from the Makefile and reach `images(...)` as arguments.
+LLMMODEL_PULLER_IMAGE, LLM_ROUTER_IMAGE) come from the Makefile and reach `images(...)` as arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ PAUSE = "registry.k8s.io/pause:3.10.1"
 LLAMA_SERVER_REPOSITORY = "ghcr.io/llm-operator/llama-server"
 # A test fixture (e2e): the pause image with user 0, for the kubelet's runAsNonRoot refusal.
 RUNS_AS_ROOT = f"{STANDIN}/runs-as-root:test"
+ROUTER = "ghcr.io/llm-operator/llm-router:0.1.0"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,12 @@ def collection_artifacts() -> dict[str, pathlib.Path]:
     return {path.relative_to(paths.ROOT).as_posix(): path for path in found}
 
 
-def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[Image]:
+def _python_package(directory: str) -> dict[str, pathlib.Path]:
+    """The context of an image that pip-installs one of the repository's Python packages (puller/, router/)."""
+    return {name: paths.ROOT / directory / name for name in ("requirements.lock", "pyproject.toml", "README.md", "src")}
+
+
+def images(operator: str, puller: str, ansible_operator: pathlib.Path, router: str = ROUTER) -> list[Image]:
     """Every image in build order (a base before the images built FROM it)."""
     collections = paths.COLLECTIONS.relative_to(paths.ROOT).as_posix()
     return [
@@ -88,9 +94,11 @@ def images(operator: str, puller: str, ansible_operator: pathlib.Path) -> list[I
             export=True,
         ),
         Image(
-            "puller", puller, "puller/Dockerfile",
-            {name: paths.ROOT / "puller" / name for name in ("requirements.lock", "pyproject.toml", "README.md",
-                                                             "src")},
+            "puller", puller, "puller/Dockerfile", _python_package("puller"),
+            build_args={"PYTHON_IMAGE": PYTHON}, bases=(PYTHON,), export=True, host_ca=True,
+        ),
+        Image(
+            "router", router, "router/Dockerfile", _python_package("router"),
             build_args={"PYTHON_IMAGE": PYTHON}, bases=(PYTHON,), export=True, host_ca=True,
         ),
         Image(

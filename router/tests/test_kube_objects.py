@@ -66,3 +66,17 @@ def test_apply_joins_slices_to_models_and_drops_what_is_gone():
     source.apply(table)
     assert sorted(table.models) == ["a/m"]
     assert [e.key for e in table.models["a/m"].endpoints] == [("10.0.0.1", 8080)]
+
+
+def test_a_model_annotated_router_false_is_not_served_and_leaves_the_table_when_it_opts_out():
+    source = KubeSource(api=None)
+    table = RoutingTable()
+    kept, leaving = model("a", "kept", "Serving"), model("a", "leaving", "Serving")
+    source.models = {("a", "kept"): kept, ("a", "leaving"): leaving}
+    source.slices = {("a", "l-1"): endpoint_slice("a", "l-1", "leaving", [{"addresses": ["10.0.0.9"]}])}
+    source.apply(table)
+    assert sorted(table.models) == ["a/kept", "a/leaving"]
+    leaving["metadata"]["annotations"] = {"inference.ai.example.com/router": "false"}
+    kept["metadata"]["annotations"] = {"inference.ai.example.com/router": "true"}
+    source.apply(table)
+    assert sorted(table.models) == ["a/kept"], "opted out: gone from the table, so from /v1/models and routing"

@@ -20,6 +20,7 @@ IMAGES = REPO / ".cache" / "images"
 MODEL = REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 OPERATOR_IMAGE = os.environ.get("IMG", "ghcr.io/llm-operator/llm-operator:0.1.0")
 PULLER_IMAGE = os.environ.get("LLMMODEL_PULLER_IMAGE", "ghcr.io/llm-operator/llm-model-puller:0.1.0")
+ROUTER_IMAGE = os.environ.get("LLM_ROUTER_IMAGE", "ghcr.io/llm-operator/llm-router:0.1.0")
 
 
 def _require(path: pathlib.Path, how: str) -> pathlib.Path:

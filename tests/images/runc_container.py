@@ -33,10 +33,11 @@ class Runc:
     def bundle(
         self, bundle: pathlib.Path, rootfs: pathlib.Path, config: ImageConfig, args: list[str] | None = None,
         network: str = "none", binds: dict[str, tuple[pathlib.Path, bool]] | None = None,
-        env: dict[str, str] | None = None, command: list[str] | None = None,
+        env: dict[str, str] | None = None, command: list[str] | None = None, read_only: bool = False,
     ) -> None:
         """Write bundle/config.json: `runc spec`'s defaults with the image's run configuration.
-        `args` replace the image's Cmd (after its Entrypoint); `command` replaces both."""
+        `args` replace the image's Cmd (after its Entrypoint); `command` replaces both; `read_only`
+        mounts the root filesystem read-only, as a pod's readOnlyRootFilesystem does."""
         bundle.mkdir(parents=True, exist_ok=True)
         (bundle / "config.json").unlink(missing_ok=True)
         subprocess.run(self._runc("spec", "--bundle", str(bundle)), check=True)
@@ -47,7 +48,7 @@ class Runc:
         process["env"] = config.env + [f"{key}={value}" for key, value in (env or {}).items()]
         process["cwd"] = config.workdir
         process["user"] = _user(config.user)
-        spec["root"] = {"path": str(rootfs), "readonly": False}
+        spec["root"] = {"path": str(rootfs), "readonly": read_only}
         spec["hostname"] = "images-test"
         if network == "host-loopback":
             spec["linux"]["namespaces"] = [ns for ns in spec["linux"]["namespaces"] if ns["type"] != "network"]

@@ -21,9 +21,10 @@ def test_every_local_base_is_built_before_the_images_built_from_it():
 
 
 def test_the_images_a_containerd_gets_are_the_project_images_under_the_users_names():
-    exported = {i.key: i.name for i in catalog.images("op:1", "puller:1", pathlib.Path("/bin/true")) if i.export}
+    exported = {i.key: i.name for i in catalog.images("op:1", "puller:1", pathlib.Path("/bin/true"), "router:1")
+                if i.export}
     assert exported == {
-        "operator": "op:1", "puller": "puller:1", "pause": "registry.k8s.io/pause:3.10.1",
+        "operator": "op:1", "puller": "puller:1", "router": "router:1", "pause": "registry.k8s.io/pause:3.10.1",
         "llama-server": catalog.llama_server_name(), "runs-as-root": "localhost/llm-operator/runs-as-root:test",
     }
     assert catalog.llama_server_name() == "ghcr.io/llm-operator/llama-server:0.7.0"

@@ -3,11 +3,11 @@ SmolLM2-135M-Instruct GGUF (make model) and answers an OpenAI chat request on 12
 
 import json
 import socket
-import time
 import urllib.error
 import urllib.request
 
 import pytest
+from local_http import wait_for_http
 
 LOAD_TIMEOUT = 180  # seconds; loading takes a few on an idle 2-core machine
 ALIAS = "smollm2-135m-instruct"
@@ -52,16 +52,7 @@ def llama_server(unpacked, runc, model, tmp_path):
     name, process = runc.start(tmp_path / "bundle", log)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + LOAD_TIMEOUT
-        while True:
-            assert process.poll() is None, f"llama-server exited: {log.read_text()[-3000:]}"
-            try:
-                if http(f"{base}/health", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass  # not listening yet, or 503 while loading
-            assert time.monotonic() < deadline, f"not ready in {LOAD_TIMEOUT}s: {log.read_text()[-3000:]}"
-            time.sleep(1)
+        wait_for_http(f"{base}/health", process, log, LOAD_TIMEOUT)
         yield base
     finally:
         runc.stop(name, process)

@@ -116,8 +116,11 @@ def test_install_runs_the_manager_under_restricted_pod_security_with_cluster_wid
     apps, core = client.AppsV1Api(cluster), client.CoreV1Api(cluster)
     deployment = apps.read_namespaced_deployment("llm-operator-controller-manager", FIRST)
     assert deployment.status.available_replicas == 1
-    pods = core.list_namespaced_pod(FIRST, label_selector="app.kubernetes.io/instance=llm-operator").items
+    pods = core.list_namespaced_pod(FIRST, label_selector="app.kubernetes.io/instance=llm-operator,control-plane").items
     assert len(pods) == 1, "the ReplicaSet's pod was not admitted in a namespace enforcing restricted"
+    routers = core.list_namespaced_pod(FIRST, label_selector="app.kubernetes.io/instance=llm-operator,"
+                                                              "app.kubernetes.io/component=router").items
+    assert len(routers) == 2, "the router's pods were not admitted in a namespace enforcing restricted"
     assert exists("crd", CRD_NAME)
     user = service_account(FIRST)
     for verb, group, resource in manager_permissions():

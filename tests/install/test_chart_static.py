@@ -50,7 +50,7 @@ def normalized(obj: dict) -> dict:
 
     for mapping in generator.mappings(obj.get("spec")):
         mapping.pop("app.kubernetes.io/instance", None)
-    if obj["kind"] == "Deployment":
+    if obj["kind"] == "Deployment" and not generator.is_router(obj):
         manager = manager_container([obj])
         manager["args"] = [a for a in manager["args"] if not a.startswith("--zap-log-level=")]
         manager["env"] = [e for e in manager["env"] if e["name"] != "WATCH_NAMESPACE"]
@@ -120,8 +120,11 @@ def test_another_release_name_renames_everything_and_selects_only_its_pods():
     assert service["spec"]["selector"]["app.kubernetes.io/instance"] == "shard-b"
     assert "--leader-election-id=shard-b-llm-operator" in manager_container(objects)["args"]
     for obj in objects:
+        account = "shard-b-llm-operator-router" if generator.is_router(obj) else "shard-b-llm-operator-controller-manager"
         for subject in obj.get("subjects", []):
-            assert subject == {"kind": "ServiceAccount", "name": "shard-b-llm-operator-controller-manager", "namespace": "ops"}
+            assert subject == {"kind": "ServiceAccount", "name": account, "namespace": "ops"}
+    router = next(o for o in objects if o["kind"] == "Service" and generator.is_router(o))
+    assert router["spec"]["selector"]["app.kubernetes.io/instance"] == "shard-b"
 
 
 def test_values_reach_the_manager():
@@ -159,6 +162,50 @@ def test_placement_and_pod_settings_reach_the_pod():
     assert values["podLabels"].items() <= pod["metadata"]["labels"].items()
     env = env_of(manager_container([deployment]))
     assert all(env[item["name"]] == item for item in values["extraEnv"])
+
+
+def test_the_router_is_on_by_default_and_its_values_reach_it():
+    objects = by_key(template("--set", "router.replicas=1,router.namespaces={team-a,team-b},router.image=r.example/r:1",
+                              "--set", "router.nodeSelector.kubernetes\\.io/hostname=node-1"))
+    deployment = objects[("Deployment", "llm-operator-router", "llm-operator-system")]
+    assert deployment["spec"]["replicas"] == 1
+    pod = deployment["spec"]["template"]["spec"]
+    router = pod["containers"][0]
+    assert router["image"] == "r.example/r:1"
+    assert env_of(router)["LLM_ROUTER_NAMESPACES"]["value"] == "team-a,team-b"
+    assert pod["nodeSelector"] == {"kubernetes.io/hostname": "node-1"}
+    assert router["securityContext"]["readOnlyRootFilesystem"] is True
+    assert ("PodDisruptionBudget", "llm-operator-router", "llm-operator-system") not in objects, "one replica: no PDB"
+    assert ("Service", "llm-operator-router", "llm-operator-system") in by_key(template())
+    assert ("PodDisruptionBudget", "llm-operator-router", "llm-operator-system") in by_key(template())
+
+
+def test_api_keys_mount_the_named_secret_and_nothing_else_reads_secrets():
+    router_pod = ("Deployment", "llm-operator-router", "llm-operator-system")
+    off = by_key(template())[router_pod]["spec"]["template"]["spec"]
+    assert "volumes" not in off and "LLM_ROUTER_API_KEYS_FILE" not in env_of(off["containers"][0])
+    on = by_key(template("--set", "router.apiKeys.secretName=router-keys,router.apiKeys.key=keys"))
+    pod = on[router_pod]["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "api-keys", "secret": {"secretName": "router-keys",
+                                                              "items": [{"key": "keys", "path": "keys.json"}]}}]
+    container = pod["containers"][0]
+    assert container["volumeMounts"] == [{"name": "api-keys", "mountPath": "/etc/llm-router/api-keys", "readOnly": True}]
+    assert env_of(container)["LLM_ROUTER_API_KEYS_FILE"]["value"] == "/etc/llm-router/api-keys/keys.json"
+    role = on[("ClusterRole", "llm-operator-router-role", None)]
+    assert all("secrets" not in rule["resources"] for rule in role["rules"]), "the kubelet mounts it: no RBAC"
+
+
+def test_router_enabled_false_leaves_every_router_object_out():
+    objects = template("--set", "router.enabled=false")
+    assert not [o for o in objects if generator.is_router(o) or "router" in o["metadata"]["name"]]
+
+
+def test_the_router_reads_models_and_endpointslices_and_nothing_else(built):
+    role = built[("ClusterRole", "llm-operator-router-role", None)]
+    assert role["rules"] == [
+        {"apiGroups": ["inference.ai.example.com"], "resources": ["llmmodels"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+    ]
 
 
 def test_monitoring_is_off_by_default():

@@ -84,12 +84,12 @@ def test_pods_gone_in_time_release_the_model_at_once(finalized):
     [stop, remove] = calls["llmmodel_objects"]
     # Every child by name (an orphaning deletion leaves the garbage collector nothing to do), the volume last.
     assert [o["kind"] for o in remove["objects"]] == [
-        "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Deployment", "RoleBinding", "Role", "ServiceAccount",
+        "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "Deployment", "RoleBinding", "Role", "ServiceAccount",
         "PodMonitor", "InferencePool", "PersistentVolumeClaim"]
     # The PodMonitor and the InferencePool only where the cluster serves their kinds.
     assert remove["when_served"] == [{"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor"},
                                      {"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool"}]
-    assert {o["name"] for o in remove["objects"][:4]} == {"m"} and {o["name"] for o in remove["objects"][4:7]} == {"m-puller"}
+    assert {o["name"] for o in remove["objects"][:5]} == {"m"} and {o["name"] for o in remove["objects"][5:8]} == {"m-puller"}
     assert remove["objects"][-1]["state"] == "patched" and remove["objects"][-1]["patch"]["metadata"]["ownerReferences"] == []
     # Only what is proven the model's is touched: both calls carry the owner, and the volume may be adopted.
     for call in (stop, remove):

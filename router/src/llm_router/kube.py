@@ -32,6 +32,7 @@ from .table import RoutingTable, Scaling, TableSource, in_flight
 
 LOG = logging.getLogger("llm_router.kube")
 MODELS = "/apis/inference.ai.example.com/v1alpha1/llmmodels"
+OPT_OUT_ANNOTATION = "inference.ai.example.com/router"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 SLICE_SELECTOR = "app.kubernetes.io/managed-by=llm-operator,app.kubernetes.io/component=server"
 MODEL_LABEL = "inference.ai.example.com/model"
@@ -363,12 +364,18 @@ class KubeSource(TableSource):
             model = (obj["metadata"].get("labels") or {}).get(MODEL_LABEL)
             if model:
                 endpoints.setdefault((namespace, model), []).extend(ready_addresses(obj))
-        for (namespace, name), obj in self.models.items():
+        served = {key: obj for key, obj in self.models.items() if not opted_out(obj)}
+        for (namespace, name), obj in served.items():
             phase, reason = model_state(obj)
             table.set_model(namespace, name, phase, reason, _created(obj), model_scaling(obj))
             table.set_endpoints(namespace, name, sorted(set(endpoints.get((namespace, name), []))))
-        for full in [full for full, model in table.models.items() if (model.namespace, model.name) not in self.models]:
+        for full in [full for full, model in table.models.items() if (model.namespace, model.name) not in served]:
             table.remove_model(*full.split("/", 1))
+
+
+def opted_out(obj: dict) -> bool:
+    """A model annotated inference.ai.example.com/router: "false" is not served (nor listed) by the router."""
+    return (obj["metadata"].get("annotations") or {}).get(OPT_OUT_ANNOTATION) == "false"
 
 
 def _key(obj: dict) -> tuple[str, str]:

@@ -208,6 +208,21 @@ def test_the_router_reads_models_and_endpointslices_and_nothing_else(built):
     ]
 
 
+def test_the_router_scales_servers_and_keeps_its_leases_in_its_own_namespace_only(built):
+    # Scale to zero and back (docs/design.md): the scale subresource, compare-and-set (get, update),
+    # and the models' activity Leases in the router's namespace; no Deployment itself, no other Lease.
+    scaling = built[("ClusterRole", "llm-operator-router-scaling-role", None)]
+    assert scaling["rules"] == [{"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get", "update"]}]
+    activity = built[("Role", "llm-operator-router-activity-role", "llm-operator-system")]
+    assert activity["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}]
+    bindings = [o for key, o in built.items() if key[0] in ("ClusterRoleBinding", "RoleBinding")
+                and o["roleRef"]["name"] in ("llm-operator-router-scaling-role", "llm-operator-router-activity-role")]
+    assert sorted((o["kind"], o["metadata"].get("namespace")) for o in bindings) == [
+        ("ClusterRoleBinding", None), ("RoleBinding", "llm-operator-system")]
+    assert all(o["subjects"] == [{"kind": "ServiceAccount", "name": "llm-operator-router", "namespace": "llm-operator-system"}]
+               for o in bindings)
+
+
 def test_monitoring_is_off_by_default():
     assert not [o for o in template() if o["apiVersion"].startswith("monitoring.coreos.com/")]
 

@@ -2,10 +2,12 @@
 `Idle` at zero after its idle period, answers its first request through the router with no error
 (the router holds it while it wakes the model), and goes back to zero after its idle period.
 
-The router runs on this machine (`--kube` with the cluster's kubeconfig) and reaches the server pod
-on the real node's bridge. The operator is the Helm-installed one of the suite, or, with
-LLM_E2E_LOCAL_OPERATOR=1, one already running from this checkout (`make operator-start`), to try a
-change of the role without building its image.
+The router is the one the chart installs (Service llm-operator-router, two replicas on the real node,
+their activity Leases in the operator's namespace): the request goes to the Service, the metrics are
+summed over both replicas' admin ports. With LLM_E2E_LOCAL_OPERATOR=1 (an operator already running
+from this checkout, `make operator-start`, to try a change of the role without building its image)
+there is no installed router: one runs on this machine (`--kube` with the cluster's kubeconfig) and
+reaches the server pod on the real node's bridge.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ import time
 import uuid
 
 import pytest
-from e2e_helpers import MODEL_FILE, REPO, kubectl, llmmodel, node, wait_until
+from e2e_helpers import MODEL_FILE, OPERATOR_NAMESPACE, REPO, kubectl, llmmodel, node, wait_until
+from kubernetes import client
 
 NAME = "smollm2-zero"
 IDLE_SECONDS = 30
+ROUTER_SERVICE, ROUTER_PORT, ROUTER_ADMIN_PORT = "llm-operator-router", 8000, 9090
+ROUTER_PODS = "app.kubernetes.io/name=llm-operator,app.kubernetes.io/component=router"
 ROUTER_PYTHON = os.environ.get("LLM_ROUTER_PYTHON", str(REPO / ".venv-router" / "bin" / "python"))
 
 
@@ -48,9 +53,52 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class Router:
+    """Where the test sends requests (host, port) and where it reads the router's metrics (the
+    admin address of each router process: their series are summed)."""
+
+    def __init__(self, host: str, port: int, admins):
+        self.host, self.port, self.admins = host, port, admins
+
+    def get(self, path: str) -> tuple[int, str]:
+        return get(self.host, self.port, path)
+
+    def metric(self, series: str) -> float:
+        """The sum over the router processes of one series, e.g. 'llm_router_cold_starts_total{model="a/b"}'."""
+        total = 0.0
+        for host, port in self.admins():
+            for line in get(host, port, "/metrics")[1].splitlines():
+                if line.startswith(series + " "):
+                    total += float(line.rsplit(" ", 1)[1])
+        return total
+
+
 @pytest.fixture
-def router(namespace, tmp_path):
-    """The router on 127.0.0.1, serving the test namespace's models, its Leases there too."""
+def router(namespace, tmp_path, api):
+    if os.environ.get("LLM_E2E_LOCAL_OPERATOR") != "1":
+        yield installed_router(api)
+        return
+    yield from local_router(namespace, tmp_path)
+
+
+def installed_router(api) -> Router:
+    """The chart's router: its Service's VIP, and each of its ready pods' admin port (real pods on the
+    real node's bridge, reachable from this machine)."""
+    core = client.CoreV1Api(api)
+    service = core.read_namespaced_service(ROUTER_SERVICE, OPERATOR_NAMESPACE)
+
+    def admins():
+        pods = core.list_namespaced_pod(OPERATOR_NAMESPACE, label_selector=ROUTER_PODS).items
+        return [(pod.status.pod_ip, ROUTER_ADMIN_PORT) for pod in pods
+                if pod.status.pod_ip and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])]
+
+    wait_until("the installed router's two replicas ready", lambda: len(admins()) == 2, 120,
+               lambda: kubectl("get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide", check=False).stdout)
+    return Router(service.spec.cluster_ip, ROUTER_PORT, admins)
+
+
+def local_router(namespace, tmp_path):
+    """A router on 127.0.0.1, serving the test namespace's models, its Leases there too."""
     config = tmp_path / "kubeconfig.json"
     config.write_text(kubectl("config", "view", "--raw", "-o", "json").stdout)
     port, admin = free_port(), free_port()
@@ -61,9 +109,9 @@ def router(namespace, tmp_path):
         env={**os.environ, "PYTHONPATH": str(REPO / "router" / "src")}, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        wait_until("the router's routing table", lambda: get(admin, "/readyz")[0] == 200, 60,
+        wait_until("the router's routing table", lambda: get("127.0.0.1", admin, "/readyz")[0] == 200, 60,
                    lambda: (tmp_path / "router.log").read_text()[-2000:])
-        yield port, admin
+        yield Router("127.0.0.1", port, lambda: [("127.0.0.1", admin)])
     finally:
         process.terminate()
         process.wait(30)
@@ -71,9 +119,9 @@ def router(namespace, tmp_path):
         sys.stdout.write((tmp_path / "router.log").read_text()[-3000:])
 
 
-def get(port: int, path: str) -> tuple[int, str]:
+def get(host: str, port: int, path: str) -> tuple[int, str]:
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection = http.client.HTTPConnection(host, port, timeout=10)
         connection.request("GET", path)
         response = connection.getresponse()
         return response.status, response.read().decode()
@@ -104,8 +152,13 @@ def wait_idle(namespace: str, timeout: float) -> dict:
     return status
 
 
+def idle_listed(router: Router, namespace: str) -> bool:
+    status, body = router.get("/v1/models")
+    return status == 200 and any(m["id"] == f"{namespace}/{NAME}" and m["status"]["phase"] == "Idle"
+                                 for m in json.loads(body)["data"])
+
+
 def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespace, model_server, model_sha256, router):
-    port, admin = router
     path = f"/models/{MODEL_FILE.name}"
     body = llmmodel(NAME, {"url": model_server.url + path, "sha256": model_sha256}, None, purge=True)
     body["spec"]["serve"]["autoscaling"] = {"minReplicas": 0, "maxReplicas": 1, "idleSeconds": IDLE_SECONDS}
@@ -115,13 +168,15 @@ def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespa
     wait_until(f"{NAME} Serving", lambda: model_status(namespace).get("phase") == "Serving", 600, describe(namespace))
     assert model_status(namespace)["server"]["idleSeconds"] == IDLE_SECONDS
     wait_idle(namespace, IDLE_SECONDS + 90)
-    listed = json.loads(get(port, "/v1/models")[1])["data"]
-    assert [(m["id"], m["status"]["phase"]) for m in listed] == [(f"{namespace}/{NAME}", "Idle")]
+    # The router sees the model Idle a moment after the API server does.
+    wait_until("the router to list it Idle", lambda: idle_listed(router, namespace), 30)
+    listed = json.loads(router.get("/v1/models")[1])["data"]
+    assert [(m["id"], m["status"]["phase"]) for m in listed if m["id"].startswith(namespace + "/")] == [(f"{namespace}/{NAME}", "Idle")]
 
     started = time.monotonic()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    connection = http.client.HTTPConnection(router.host, router.port, timeout=600)
     connection.request("POST", "/v1/chat/completions", body=json.dumps({
-        "model": NAME, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+        "model": f"{namespace}/{NAME}", "messages": [{"role": "user", "content": "What is the capital of France?"}],
         "max_tokens": 16, "temperature": 0}), headers={"content-type": "application/json"})
     response = connection.getresponse()
     reply = json.loads(response.read())
@@ -129,11 +184,10 @@ def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespa
     assert response.status == 200, reply
     assert reply["choices"][0]["message"]["content"].strip(), reply
     print(f"\nfirst request after zero answered in {woken_in:.1f}s")
-    metrics = get(admin, "/metrics")[1]
     model = f'model="{namespace}/{NAME}"'
-    assert f"llm_router_cold_starts_total{{{model}}} 1" in metrics
-    assert f'llm_router_scale_events_total{{{model},direction="up"}} 1' in metrics
-    assert f'llm_router_requests_total{{{model},code="200"}} 1' in metrics
+    assert router.metric(f"llm_router_cold_starts_total{{{model}}}") == 1
+    assert router.metric(f'llm_router_scale_events_total{{{model},direction="up"}}') == 1
+    assert router.metric(f'llm_router_requests_total{{{model},code="200"}}') == 1
 
     wait_idle(namespace, IDLE_SECONDS + 90)
-    assert f'llm_router_scale_events_total{{{model},direction="down"}} 2' in get(admin, "/metrics")[1]
+    assert router.metric(f'llm_router_scale_events_total{{{model},direction="down"}}') == 2

@@ -59,10 +59,12 @@ def test_installer_applies_and_deletes_cleanly(api_client, operator_absent, crd_
 
 
 def test_the_default_installer_brings_the_monitoring_objects():
-    # The release manifest carries the manager's ServiceMonitor and the alerts (docs/monitoring.md);
+    # The release manifest carries the manager's ServiceMonitor, the router's PodMonitor and the
+    # alerts (docs/monitoring.md);
     # tests/monitoring has the API server validate them against the Prometheus Operator's CRDs.
     make("build-installer", f"IMG={TEST_IMAGE}")
     docs = [doc for doc in yaml.safe_load_all(INSTALLER.read_text()) if doc]
     monitoring = sorted((doc["kind"], doc["metadata"]["name"]) for doc in docs if doc["apiVersion"].startswith("monitoring.coreos.com/"))
-    assert monitoring == [("PrometheusRule", "llm-operator-alerts"), ("ServiceMonitor", "llm-operator-controller-manager-metrics-monitor")]
+    assert monitoring == [("PodMonitor", "llm-operator-router-metrics-monitor"), ("PrometheusRule", "llm-operator-alerts"),
+                          ("ServiceMonitor", "llm-operator-controller-manager-metrics-monitor")]
     assert {doc["metadata"]["namespace"] for doc in docs if doc["apiVersion"].startswith("monitoring.coreos.com/")} == {NAMESPACE}

@@ -5,7 +5,7 @@
 - with the CRDs (from the Prometheus Operator's own module) a model with metrics gets its PodMonitor,
   validated by the API server and owned by the model; a deleted one comes back; opting out removes
   it; a runtime without metrics (Ollama) and an opted-out model get none;
-- the shipped ServiceMonitor and PrometheusRule pass the API server's validation;
+- the shipped ServiceMonitor, the router's PodMonitor and the PrometheusRule pass the API server's validation;
 - kube-state-metrics with the shipped configuration serves the model metrics of real LLMModels (a
   serving model, a failed pull, a running pull with a progress report), a real Prometheus evaluates
   the shipped alerts over them, and no series carries a source URL, a signed query or a token.
@@ -237,7 +237,7 @@ def shipped_monitoring_objects(namespace):
 
 def test_the_shipped_service_monitor_and_prometheus_rule_pass_the_api_servers_validation(models, namespace):
     documents = shipped_monitoring_objects(namespace)
-    assert sorted(doc["kind"] for doc in documents) == ["PrometheusRule", "ServiceMonitor"]
+    assert sorted(doc["kind"] for doc in documents) == ["PodMonitor", "PrometheusRule", "ServiceMonitor"]
     kubectl("apply", "--dry-run=server", "-f", "-", input_text=yaml.safe_dump_all(documents))
     # The API server does validate them: a rule with a malformed duration is refused.
     rule = next(doc for doc in documents if doc["kind"] == "PrometheusRule")

@@ -18,10 +18,8 @@ description:
     their pods get the UID label (so the Service, PodDisruptionBudget, PodMonitor and affinities of the
     new selector keep selecting them), and the Deployment is deleted with propagationPolicy Orphan, so
     its ReplicaSets and pods keep serving.
-  - Once the old Deployment is gone the caller applies the new one. When the new Deployment has all its
-    replicas available, the pods of the retired ReplicaSets (owned by the model, controlled by nothing)
-    lose the UID label, so the Service stops sending them requests while they still answer those in
-    flight; the ReplicaSets are deleted on a later run (the caller looks again soon while any is left);
+  - Once the old Deployment is gone the caller applies the new one. The retired ReplicaSets (owned by the
+    model, controlled by nothing) are deleted when the new Deployment has all its replicas available;
     while a pod of the new Deployment cannot be scheduled (no room for a second generation, a GPU
     taken, the scheduler reporting an insufficient resource), one retired replica is scaled away per run
     to make room, as the Deployment's own strategy would.
@@ -148,12 +146,6 @@ def unlabelled_pods(pods, set_uids, owner):
             and (_meta(pod).get("labels") or {}).get(UID_LABEL) != owner["uid"]]
 
 
-def selected_pods(pods, set_uids, owner):
-    """The pods of those ReplicaSets that the model's Service selects (they carry its UID label)."""
-    return [pod for pod in pods if controller_uid(pod) in set_uids and not _meta(pod).get("deletionTimestamp")
-            and (_meta(pod).get("labels") or {}).get(UID_LABEL) == owner["uid"]]
-
-
 def complete(deployment):
     """Whether the Deployment has rolled out and every replica is available."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
@@ -234,24 +226,10 @@ class Migration:
     def settle(self, deployment, sets, retired, pods):
         """Keep the retired pods selected until the new Deployment serves, then remove them."""
         uids = {_meta(rs)["uid"] for rs in retired}
-        if self.params["finalizing"]:
+        if self.params["finalizing"] or (deployment and complete(deployment)):
             for rs in retired:
                 self.delete(self.replica_sets, rs, "Background", "deleted retired ReplicaSet %s" % _meta(rs)["name"])
             return []
-        if deployment and complete(deployment):
-            # Out of the Service first, deleted on a later run: a pod deleted while kube-proxy still
-            # routes to it (it learns of the deletion a moment late) drops the requests sent to it.
-            kept = []
-            for rs in retired:
-                selected = selected_pods(pods, {_meta(rs)["uid"]}, self.owner)
-                if selected:
-                    for pod in selected:
-                        self.patch(self.pods, pod, {"metadata": {"labels": {UID_LABEL: None}}},
-                                   "took retired pod %s out of the model's Service" % _meta(pod)["name"], precondition=False)
-                    kept.append(rs)
-                else:
-                    self.delete(self.replica_sets, rs, "Background", "deleted retired ReplicaSet %s" % _meta(rs)["name"])
-            return kept
         self.label(pods, uids)
         current = {_meta(rs)["uid"] for rs in sets if deployment and controller_uid(rs) == _meta(deployment)["uid"]}
         if retired and unschedulable(pods, current):

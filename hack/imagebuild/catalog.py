@@ -114,3 +114,15 @@ def images(operator: str, puller: str, ansible_operator: pathlib.Path, router: s
             build_args={"PAUSE_IMAGE": PAUSE}, bases=(PAUSE,), export=True,
         ),
     ]
+
+
+def previous_operator(source: pathlib.Path, tag: str) -> Image:
+    """The operator image of an earlier commit, checked out (git archive) in `source` under .cache/: its
+    own Dockerfile, role, watches and playbooks on today's operator base (tests/e2e upgrades from it).
+    Exported as previous-operator.tar, so the real node imports it at cluster-up like the others."""
+    collections = paths.COLLECTIONS.relative_to(paths.ROOT).as_posix()
+    return Image(
+        "previous-operator", f"{STANDIN}/llm-operator:{tag}", (source / "Dockerfile").relative_to(paths.ROOT).as_posix(),
+        {**{name: source / name for name in ("requirements.yml", "watches.yaml", "roles", "playbooks")}, **collection_artifacts()},
+        build_args={"BASE_IMAGE": OPERATOR_BASE, "COLLECTIONS": collections}, bases=(OPERATOR_BASE,), export=True,
+    )

@@ -8,7 +8,6 @@ their pods run on the real node (the kwok nodes keep every other pod).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
@@ -18,7 +17,7 @@ from kubernetes import config as kube_config
 
 from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONFIG, MANAGER, MODEL_FILE, MODEL_FOLDER, OPERATOR_NAMESPACE,
                          PRIVATE_BUCKET, PULLER_IMAGE, RELEASE,
-                         REPO, ROOT_IMAGE, SERVER_IMAGE, helm, kubectl, node, sha256_of, wait_until)
+                         REPO, ROOT_IMAGE, SERVER_IMAGE, helm, kubectl, node, operator_namespace, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
 from s3_server import S3Server
 from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
@@ -96,9 +95,7 @@ def operator(api, hub, prometheus_operator_crds):
     first (restricted Pod Security enforced, and here the real node's annotations), then `helm install`
     with the operator image, the puller image, the Hub endpoint (LLMMODEL_HF_ENDPOINT) and monitoring
     on as values. Uninstalled at the end unless a test did (test_e2e_upgrade_uninstall.py)."""
-    namespace = node.real_namespace(OPERATOR_NAMESPACE)
-    namespace["metadata"]["labels"] = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
-    kubectl("apply", "--server-side", "--field-manager=e2e", "-f", "-", input_text=json.dumps(namespace))
+    operator_namespace()
     repository, tag = IMG.rsplit(":", 1)
     helm("install", RELEASE, str(CHART), "-n", OPERATOR_NAMESPACE, "--set", f"image.repository={repository},image.tag={tag}",
          "--set", f"pullerImage={PULLER_IMAGE},hfEndpoint={hub.url}", "--set", "monitoring.enabled=true")

@@ -65,6 +65,14 @@ def helm(*args: str, check: bool = True, timeout: float = 360) -> subprocess.Com
     return result
 
 
+def operator_namespace() -> None:
+    """The release namespace as docs/install.md makes it: restricted Pod Security enforced; here also
+    the real node's annotations (its pods run there)."""
+    namespace = node.real_namespace(OPERATOR_NAMESPACE)
+    namespace["metadata"]["labels"] = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+    kubectl("apply", "--server-side", "--field-manager=e2e", "-f", "-", input_text=json.dumps(namespace))
+
+
 def llmmodel(name: str, source: dict, model_path: str | None, purge: bool) -> dict:
     """An LLMModel served by llama.cpp's server from the weights volume (SmolLM2 fits 2 cores).
 

@@ -20,9 +20,9 @@ from test_e2e_lifecycle import Models, answer_of, namespace  # noqa: F401
 NAME = "smollm-day2"
 
 
-def server_pods(models: Models) -> dict:
+def server_pods(models: Models, name: str = NAME) -> dict:
     """uid -> restart count of the model's server pods."""
-    selector = client.AppsV1Api(models.custom.api_client).read_namespaced_deployment(NAME, models.namespace).spec.selector.match_labels
+    selector = client.AppsV1Api(models.custom.api_client).read_namespaced_deployment(name, models.namespace).spec.selector.match_labels
     pods = models.core.list_namespaced_pod(models.namespace, label_selector=",".join(f"{k}={v}" for k, v in selector.items()))
     return {p.metadata.uid: sum(c.restart_count for c in p.status.container_statuses or []) for p in pods.items}
 
@@ -30,14 +30,14 @@ def server_pods(models: Models) -> dict:
 class Chatter(threading.Thread):
     """Asks the model again and again until stopped; counts answers and failures."""
 
-    def __init__(self, models: Models):
+    def __init__(self, models: Models, name: str = NAME):
         super().__init__(daemon=True)
-        self.models, self.answers, self.failures, self.stop = models, 0, [], threading.Event()
+        self.models, self.name, self.answers, self.failures, self.stop = models, name, 0, [], threading.Event()
 
     def run(self):
         while not self.stop.is_set():
             try:
-                answer_of(self.models, NAME, served_name=NAME)
+                answer_of(self.models, self.name, served_name=self.name)
                 self.answers += 1
             except Exception as error:  # noqa: BLE001  (every failure is the finding)
                 self.failures.append(f"{time.strftime('%T')} {error!r}")

@@ -43,6 +43,9 @@ BASE = {
                           "strategy": "Recreate", "strategy_reason": "one replica",
                           "metrics": {"path": "", "scrape": False, "reason": "no metrics"}},
     "_inference_ai_example_com_llmmodel": {"status": {"phase": "Serving"}},
+    "__llmmodel_namespace": "ns",
+    # The preset the server runs (tasks/server.yml): the current one here.
+    "__llmmodel_preset": {"preset": {"image": None, "command": [], "args": []}, "changes": [], "pinned": False, "record": "{}"},
 }
 CRASH = {"reason": "CrashLoopBackOff", "message": "container server of pod m-1 keeps crashing; last run ended with exit code 1: boom"}
 ASTRAL = {"reason": "CrashLoopBackOff", "message": "exit code 1: 😀 \\ud83d \u2028 \"quoted\" \\\\ud83d\\ude00 done"}

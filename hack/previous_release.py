@@ -33,6 +33,17 @@ CHECKOUT = paths.CACHE / "previous-release"
 PATHS = ("Dockerfile", "requirements.yml", "watches.yaml", "roles", "playbooks", "charts/llm-operator")
 
 
+def git_archive(commit: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(paths.ROOT), "archive", "--format=tar", commit, *PATHS],
+                          capture_output=True, check=False)
+
+
+def shallow() -> bool:
+    done = subprocess.run(["git", "-C", str(paths.ROOT), "rev-parse", "--is-shallow-repository"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() == "true"
+
+
 def checkout(commit: str) -> pathlib.Path:
     """The commit's files under .cache/previous-release/<commit>/, extracted once."""
     target = CHECKOUT / commit
@@ -40,8 +51,11 @@ def checkout(commit: str) -> pathlib.Path:
         return target
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(paths.ROOT), "archive", "--format=tar", commit, *PATHS],
-                             capture_output=True, check=False)
+    archive = git_archive(commit)
+    if archive.returncode != 0 and shallow():
+        # A shallow clone (CI's may be one): fetch the history from where it was cloned, once.
+        subprocess.run(["git", "-C", str(paths.ROOT), "fetch", "--quiet", "--unshallow"], check=False)
+        archive = git_archive(commit)
     if archive.returncode != 0:
         raise SystemExit(f"previous_release: git archive {commit} failed (a shallow clone lacks it: "
                          f"git fetch --unshallow): {archive.stderr.decode().strip()}")

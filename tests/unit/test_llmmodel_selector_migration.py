@@ -78,3 +78,15 @@ def test_a_new_pod_waiting_for_room_is_seen_and_the_old_ones_are_not():
     assert not migration.unschedulable([pod("rs-new", "SchedulingGated")], {"rs-new"})
     # No old pod frees what a node selector or a taint refuses: the old ones keep serving.
     assert not migration.unschedulable([pod("rs-new", "Unschedulable", no_node)], {"rs-new"})
+
+
+def test_the_pods_taken_out_of_the_service_are_the_retired_sets_labelled_ones():
+    # Once the new Deployment serves, the retired pods that carry the UID label (the Service selects
+    # them) lose it first; their ReplicaSet goes on a later run, when none is selected any more.
+    pods = [
+        obj("old-a", "p-1", [ref("rs-1", controller=True, kind="ReplicaSet")], labels={UID_LABEL: "u-1"}),
+        obj("old-b", "p-2", [ref("rs-1", controller=True, kind="ReplicaSet")]),
+        obj("new", "p-3", [ref("rs-2", controller=True, kind="ReplicaSet")], labels={UID_LABEL: "u-1"}),
+        obj("other-model", "p-4", [ref("rs-1", controller=True, kind="ReplicaSet")], labels={UID_LABEL: "u-2"}),
+    ]
+    assert [pod["metadata"]["name"] for pod in migration.selected_pods(pods, {"rs-1"}, OWNER)] == ["old-a"]

@@ -18,8 +18,10 @@ description:
     their pods get the UID label (so the Service, PodDisruptionBudget, PodMonitor and affinities of the
     new selector keep selecting them), and the Deployment is deleted with propagationPolicy Orphan, so
     its ReplicaSets and pods keep serving.
-  - Once the old Deployment is gone the caller applies the new one. The retired ReplicaSets (owned by the
-    model, controlled by nothing) are deleted when the new Deployment has all its replicas available;
+  - Once the old Deployment is gone the caller applies the new one. When the new Deployment has all its
+    replicas available, the pods of the retired ReplicaSets (owned by the model, controlled by nothing)
+    lose the UID label, so the Service stops sending them requests while they still answer those in
+    flight; the ReplicaSets are deleted on a later run (the caller looks again soon while any is left);
     while a pod of the new Deployment cannot be scheduled (no room for a second generation, a GPU
     taken, the scheduler reporting an insufficient resource), one retired replica is scaled away per run
     to make room, as the Deployment's own strategy would.
@@ -100,6 +102,10 @@ from ansible.module_utils.llmmodel_kube import MERGE_PATCH, ConflictError, NotFo
 from ansible.module_utils.llmmodel_module import module_main
 from ansible.module_utils.llmmodel_ownership import UID_LABEL, owned
 
+# Written on the model's PodDisruptionBudget when a retired ReplicaSet goes (its name): a change of the
+# budget makes the disruption controller count its pods again.
+RECOUNT_ANNOTATION = "inference.ai.example.com/retired-replicaset"
+
 MODEL_API_VERSION = "inference.ai.example.com/v1alpha1"
 
 ARGUMENT_SPEC = {
@@ -146,6 +152,12 @@ def unlabelled_pods(pods, set_uids, owner):
             and (_meta(pod).get("labels") or {}).get(UID_LABEL) != owner["uid"]]
 
 
+def selected_pods(pods, set_uids, owner):
+    """The pods of those ReplicaSets that the model's Service selects (they carry its UID label)."""
+    return [pod for pod in pods if controller_uid(pod) in set_uids and not _meta(pod).get("deletionTimestamp")
+            and (_meta(pod).get("labels") or {}).get(UID_LABEL) == owner["uid"]]
+
+
 def complete(deployment):
     """Whether the Deployment has rolled out and every replica is available."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
@@ -173,6 +185,7 @@ class Migration:
         self.deployments = kube.resources.get(api_version="apps/v1", kind="Deployment")
         self.replica_sets = kube.resources.get(api_version="apps/v1", kind="ReplicaSet")
         self.pods = kube.resources.get(api_version="v1", kind="Pod")
+        self.budgets = kube.resources.get(api_version="policy/v1", kind="PodDisruptionBudget")
         self.actions = []
 
     def list(self, resource):
@@ -201,6 +214,19 @@ class Migration:
         self.write(action, self.kube.delete, resource, name=_meta(obj)["name"], namespace=self.namespace,
                    body={"propagationPolicy": policy, "preconditions": {"uid": _meta(obj)["uid"]}})
 
+    def recount(self, retired_name):
+        """Have the disruption controller count the model's PodDisruptionBudget again: it re-counts a
+        budget on a change of the budget or of a pod it selects now, so the retired pods, which left
+        its selector with the UID label, would stay counted in its status. One annotation, once per
+        retired ReplicaSet; a budget that is not the model's, or none, is left alone."""
+        try:
+            budget = self.kube.get(self.budgets, name=self.params["name"], namespace=self.namespace)
+        except NotFoundError:
+            return
+        if owned(budget, self.owner):
+            self.patch(self.budgets, budget, {"metadata": {"annotations": {RECOUNT_ANNOTATION: retired_name}}},
+                       "had PodDisruptionBudget %s counted again" % _meta(budget)["name"], precondition=False)
+
     def label(self, pods, set_uids):
         for pod in unlabelled_pods(pods, set_uids, self.owner):
             # One label merged in, whatever the kubelet wrote meanwhile: no version precondition.
@@ -226,10 +252,25 @@ class Migration:
     def settle(self, deployment, sets, retired, pods):
         """Keep the retired pods selected until the new Deployment serves, then remove them."""
         uids = {_meta(rs)["uid"] for rs in retired}
-        if self.params["finalizing"] or (deployment and complete(deployment)):
+        if self.params["finalizing"]:
             for rs in retired:
                 self.delete(self.replica_sets, rs, "Background", "deleted retired ReplicaSet %s" % _meta(rs)["name"])
             return []
+        if deployment and complete(deployment):
+            # Out of the Service first, deleted on a later run: a pod deleted while kube-proxy still
+            # routes to it (it learns of the deletion a moment late) drops the requests sent to it.
+            kept = []
+            for rs in retired:
+                selected = selected_pods(pods, {_meta(rs)["uid"]}, self.owner)
+                if selected:
+                    for pod in selected:
+                        self.patch(self.pods, pod, {"metadata": {"labels": {UID_LABEL: None}}},
+                                   "took retired pod %s out of the model's Service" % _meta(pod)["name"], precondition=False)
+                    kept.append(rs)
+                else:
+                    self.delete(self.replica_sets, rs, "Background", "deleted retired ReplicaSet %s" % _meta(rs)["name"])
+                    self.recount(_meta(rs)["name"])
+            return kept
         self.label(pods, uids)
         current = {_meta(rs)["uid"] for rs in sets if deployment and controller_uid(rs) == _meta(deployment)["uid"]}
         if retired and unschedulable(pods, current):

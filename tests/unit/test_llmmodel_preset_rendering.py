@@ -14,12 +14,12 @@ from render_helpers import case, model, render, server_container
 KEY = "inference.ai.example.com/server-preset"
 UPGRADE = "inference.ai.example.com/upgrade-server"
 MIRROR = "mirror.example/llama.cpp:2"
-# What an earlier release's llamacpp preset resolved to (no --alias, no --metrics), recorded at generation 1.
+# What an earlier release's llamacpp preset resolved to (no --alias, no --metrics), recorded then.
 EARLIER = {"image": "ghcr.io/ggml-org/llama.cpp:server-b1000", "command": [], "args": ["--model", "/model-weights/m.gguf"]}
 
 
-def deployed(preset, generation=1, upgrade=""):
-    record = json.dumps({"generation": generation, "upgrade": upgrade, **preset})
+def deployed(preset, upgrade=""):
+    record = json.dumps({"upgrade": upgrade, **preset})
     return {"metadata": {"name": "m", "annotations": {KEY: record}}, "spec": {"replicas": 1},
             "status": {"replicas": 1, "availableReplicas": 1, "updatedReplicas": 1}}
 
@@ -27,6 +27,7 @@ def deployed(preset, generation=1, upgrade=""):
 def llamacpp(generation=1, annotations=None, **serve):
     obj = model(generation=generation, runtime="llamacpp", modelFile="m.gguf", args=["--ctx-size", "512"], **serve)
     obj["metadata"]["annotations"] = annotations or {}
+    obj["status"] = {**obj.get("status", {}), "observedGeneration": 1}  # reconciled at generation 1
     return obj
 
 
@@ -52,7 +53,7 @@ def test_a_new_server_runs_the_preset_as_it_is_now_and_records_it(rendered):
     container = server_container(result)
     assert container["image"] == MIRROR and container["args"] == result["server"]["args"] + ["--ctx-size", "512"]
     record = json.loads(result["objects"]["Deployment"]["metadata"]["annotations"][KEY])
-    assert record == {"generation": 1, "upgrade": "", "image": MIRROR, "command": [], "args": result["server"]["args"]}
+    assert record == {"upgrade": "", "image": MIRROR, "command": [], "args": result["server"]["args"]}
     assert condition(result, "ServerUpToDate")["status"] == "True"
     assert condition(result, "ServerUpToDate")["reason"] == "PresetCurrent"
 
@@ -63,7 +64,7 @@ def test_a_running_server_keeps_the_preset_it_was_deployed_with(rendered):
     assert container["image"] == EARLIER["image"] and container["args"] == EARLIER["args"] + ["--ctx-size", "512"]
     # The same pod template as the one deployed: the record is on the Deployment, not its pods.
     assert KEY not in result["objects"]["Deployment"]["spec"]["template"]["metadata"]["annotations"]
-    assert json.loads(result["objects"]["Deployment"]["metadata"]["annotations"][KEY]) == {"generation": 1, "upgrade": "", **EARLIER}
+    assert json.loads(result["objects"]["Deployment"]["metadata"]["annotations"][KEY]) == {"upgrade": "", **EARLIER}
     told = condition(result, "ServerUpToDate")
     assert (told["status"], told["reason"]) == ("False", "PresetUpgradeAvailable")
     assert f"image {EARLIER['image']} -> {MIRROR}" in told["message"] and "+--alias" in told["message"]

@@ -20,9 +20,9 @@ if os.path.join(_ROLE, "module_utils") not in ansible.module_utils.__path__:
 from ansible.module_utils.llmmodel_preset import pin  # noqa: E402
 
 
-def llmmodel_preset_pin(fresh, deployment, key, generation, upgrade=""):
+def llmmodel_preset_pin(fresh, deployment, key, generation, upgrade="", observed=None):
     """{preset, record, pinned, changes}: see module_utils/llmmodel_preset.pin."""
-    return wrap_var(pin(dict(fresh), deployment or {}, str(key), generation, upgrade))
+    return wrap_var(pin(dict(fresh), deployment or {}, str(key), generation, upgrade, observed))
 
 
 class FilterModule:

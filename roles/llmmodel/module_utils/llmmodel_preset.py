@@ -5,17 +5,22 @@ one (docs/design.md, "Upgrades roll no server"; docs/install.md, "Upgrade").
 A release of the operator, or the manager's LLMMODEL_IMAGE_<PRESET>, may change what a preset resolves
 to: its image, its command, its arguments (adding ``--metrics`` to llama.cpp's did). Rendered afresh,
 every model of that preset would be rolled at once, and a one-replica model (Recreate) stops answering
-while its new pod loads. So the server Deployment records what the preset resolved to, and for which
-generation of the model and which value of its ``upgrade-server`` annotation, in its annotation
-``inference.ai.example.com/server-preset`` (on the Deployment, not its pod template: writing it rolls
-nothing)::
+while its new pod loads. So the server Deployment records what the preset resolved to, and for which value of the model's
+``upgrade-server`` annotation, in its annotation ``inference.ai.example.com/server-preset`` (on the
+Deployment, not its pod template: writing it rolls nothing)::
 
-    {"generation": 3, "upgrade": "", "image": "ghcr.io/ggml-org/llama.cpp:server-b7131",
-     "command": [], "args": ["--model", "/model-weights/m.gguf", ...]}
+    {"upgrade": "", "image": "ghcr.io/ggml-org/llama.cpp:server-b7131", "command": [],
+     "args": ["--model", "/model-weights/m.gguf", ...]}
 
-While both still hold, the recorded values are rendered again; a new generation (any spec change) or
-a new annotation value renders the preset as it is now. The record is read from the Deployment the
-reconcile reads anyway: no request of its own.
+Whether the spec changed since the last reconcile is the model's own word: ``metadata.generation``
+ahead of ``status.observedGeneration`` (the role writes the latter at the end of every reconcile).
+The generation is not part of the record: the API server moves a Deployment's generation for any
+change of its annotations (the last-applied record included), so a spec change that keeps the
+preset would then write the Deployment.
+
+While the spec is as last reconciled and the annotation's value as recorded, the recorded values are
+rendered again; a spec change or a new annotation value renders the preset as it is now. The record
+is read from the Deployment the reconcile reads anyway: no request of its own.
 """
 
 from __future__ import annotations
@@ -42,8 +47,6 @@ def recorded(deployment, key):
         return None
     if not isinstance(record, dict) or not isinstance(record.get("upgrade"), str):
         return None
-    if not isinstance(record.get("generation"), int) or isinstance(record.get("generation"), bool):
-        return None
     image = record.get("image")
     if image is not None and not (isinstance(image, str) and _IMAGE.match(image)):
         return None
@@ -65,12 +68,13 @@ def _changes(pinned, fresh):
     return said
 
 
-def pin(fresh, deployment, key, generation, upgrade=""):
+def pin(fresh, deployment, key, generation, upgrade="", observed=None):
     """What the server runs of its preset after this reconcile.
 
     ``fresh``: {image, command, args} as the preset resolves now (image None: the spec names its own);
     ``deployment``: the live server Deployment ({} when none); ``key``: the annotation of the record;
-    ``generation``: the model's; ``upgrade``: the value of its ``upgrade-server`` annotation.
+    ``generation``: the model's; ``upgrade``: the value of its ``upgrade-server`` annotation;
+    ``observed``: its ``status.observedGeneration`` (None: never reconciled).
 
     Returns {preset: {image, command, args} to render, record: the annotation's JSON text,
     pinned: whether the recorded values were kept, changes: what the fresh preset would change
@@ -78,10 +82,10 @@ def pin(fresh, deployment, key, generation, upgrade=""):
     """
     fresh = {field: fresh.get(field) for field in FIELDS}
     fresh["command"], fresh["args"] = list(fresh["command"] or []), list(fresh["args"] or [])
-    generation = int(generation)
+    unchanged = observed is not None and str(observed) == str(int(generation))
     upgrade = str(upgrade or "")
     live = recorded(deployment, key)
-    kept = live is not None and live["generation"] == generation and live["upgrade"] == upgrade
+    kept = live is not None and unchanged and live["upgrade"] == upgrade
     preset = {field: live[field] for field in FIELDS} if kept else fresh
-    record = json.dumps(dict(generation=generation, upgrade=upgrade, **preset), sort_keys=True, separators=(",", ":"))
+    record = json.dumps(dict(upgrade=upgrade, **preset), sort_keys=True, separators=(",", ":"))
     return {"preset": preset, "record": record, "pinned": kept, "changes": _changes(preset, fresh)}

@@ -36,12 +36,8 @@ def pull_url(cfg: Config, staging: Staging, progress: Progress) -> dict:
     if cfg.hf_token and urlsplit(cfg.fetch_url).netloc == hub_host:
         # A /resolve/ URL of a gated or private repo; requests drops the header on a redirect to another host.
         headers["Authorization"] = f"Bearer {cfg.hf_token}"
-    if urlsplit(cfg.url).scheme in ("s3", "gs"):
-        auth_hint = " (only public objects can be read: signed requests for private buckets are not supported yet)"
-    elif "Authorization" in headers:
-        auth_hint = " (the HF_TOKEN was refused)"
-    else:
-        auth_hint = ""
+    # s3:// and gs:// never come here (cli.py: signed, by s3_download).
+    auth_hint = " (the HF_TOKEN was refused)" if "Authorization" in headers else ""
     download = Download(
         cfg.fetch_url,
         staging.files / cfg.file_name,

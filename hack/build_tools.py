@@ -74,6 +74,8 @@ TOOLS = {
     # The puller's S3 tests and `make bench-pull`: an S3 gateway over a directory that checks AWS
     # Signature V4 (Apache-2.0; MinIO and garage are AGPL).
     "versitygw": ("versitygw", "github.com/versity/versitygw", "github.com/versity/versitygw/cmd/versitygw"),
+    # The puller's gs:// tests: the Cloud Storage JSON API over memory (BSD-2-Clause); it checks no token.
+    "fake-gcs-server": ("fake-gcs-server", "github.com/fsouza/fake-gcs-server", "github.com/fsouza/fake-gcs-server"),
 }
 
 # Tools the local cluster and the operator need; operator-sdk is only for the bundle, helm for the chart.

@@ -16,13 +16,16 @@ $(PULLER_VENV_STAMP): puller/requirements.lock puller/pyproject.toml
 	$(call component_venv,$(PULLER_VENV),puller)
 
 ##@ Model puller
-.PHONY: puller-venv puller-test bench-puller bench-pull versitygw
+.PHONY: puller-venv puller-test bench-puller bench-pull versitygw fake-gcs-server
 puller-venv: $(PULLER_VENV_STAMP) ## Create .venv-puller: the puller image's lock, the puller, pytest.
 
 versitygw: ## Build bin/versitygw, the S3 server of the puller's tests and bench-pull (only if missing).
 	@$(PYTHON) hack/build_tools.py versitygw
 
-puller-test: puller-venv versitygw ## pytest of the model puller (real HTTP and S3 servers on 127.0.0.1, no internet).
+fake-gcs-server: ## Build bin/fake-gcs-server, the Cloud Storage JSON API server of the puller's gs:// tests (only if missing).
+	@$(PYTHON) hack/build_tools.py fake-gcs-server
+
+puller-test: puller-venv versitygw fake-gcs-server ## pytest of the model puller (real HTTP, S3 and Cloud Storage servers on 127.0.0.1, no internet).
 	$(PULLER_VENV)/bin/python -m pytest -q puller/tests
 
 bench-puller: puller-venv ## Peak RSS and throughput of the puller on a 200 MiB file from a local server.

@@ -30,7 +30,7 @@ def test_url_with_checksum_and_knobs():
     }
     cfg = config_from_env(env)
     assert (cfg.dest, cfg.source, cfg.file_name, cfg.sha256) == (Path("/w"), "gs://b/m.gguf", "m.gguf", SHA)
-    assert cfg.fetch_url == "https://storage.googleapis.com/b/m.gguf"
+    assert (cfg.gcs.endpoint, cfg.gcs.bucket, cfg.gcs.key, cfg.s3) == ("https://storage.googleapis.com", "b", "m.gguf", None)
     assert (cfg.settings.max_retries, cfg.settings.backoff_seconds) == (0, 0.5)
     assert secrets_from_env(env) == []
 

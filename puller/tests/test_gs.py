@@ -1,5 +1,5 @@
-"""gs:// sources: Cloud Storage through its S3 interoperability API, signed with HMAC keys given as the
-AWS SDKs' variables. versitygw (s3_server.py) stands in for storage.googleapis.com: the protocol is the
+"""gs:// sources with HMAC keys: Cloud Storage through its S3 interoperability API, signed with HMAC keys
+given as the AWS SDKs' variables (test_gcs.py: the JSON API with a key file or workload identity). versitygw (s3_server.py) stands in for storage.googleapis.com: the protocol is the
 same (SigV4, path style, ListObjectsV2), so AWS_ENDPOINT_URL points the gs:// pull at it."""
 
 import json
@@ -11,7 +11,7 @@ from llm_model_puller.errors import UsageError
 from puller_testkit import MANIFEST, MiB, payload, sha256
 from s3_server import ROOT_KEY, S3Server
 
-EXIT_USAGE, EXIT_AUTH = 2, 3
+EXIT_AUTH = 3
 BUCKET = "gcs-models"
 FILES = {"m.gguf": payload(MiB + 5, seed=41), "folder/config.json": b"{}\n", "folder/sub/weights.bin": payload(MiB, seed=42)}
 
@@ -47,15 +47,24 @@ def test_a_wrong_hmac_secret_says_which_variable(gcs, puller):
     assert "retry" not in run.stdout
 
 
-def test_gs_goes_to_cloud_storage_s_interoperability_endpoint():
-    cfg = config_from_env({"MODEL_URL": "gs://acme/llama/", "MODEL_DEST": "/w"})
-    assert (cfg.s3.endpoint, cfg.s3.region, cfg.s3.uri) == ("https://storage.googleapis.com", "auto", "gs://acme/llama/")
+def test_hmac_keys_go_to_cloud_storage_s_interoperability_endpoint(tmp_path):
+    hmac = {"MODEL_URL": "gs://acme/llama/", "MODEL_DEST": "/w", "AWS_ACCESS_KEY_ID": "GOOG1E", "AWS_SECRET_ACCESS_KEY": "s"}
+    cfg = config_from_env(hmac)
+    assert (cfg.s3.endpoint, cfg.s3.region, cfg.s3.uri, cfg.gcs) == ("https://storage.googleapis.com", "auto", "gs://acme/llama/", None)
     assert cfg.s3.object_url("llama/a b.json") == "https://storage.googleapis.com/acme/llama/a%20b.json"
+    # A key file that is there goes first (the JSON API); one that is not leaves the HMAC keys in charge.
+    key = tmp_path / "key.json"
+    key.write_text("{}")
+    assert config_from_env({**hmac, "GOOGLE_APPLICATION_CREDENTIALS": str(key)}).gcs.bucket == "acme"
+    assert config_from_env({**hmac, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "absent")}).s3.bucket == "acme"
 
 
-def test_a_service_account_key_file_is_refused_not_sent_unsigned(puller):
-    env = {"MODEL_URL": "gs://acme/m.gguf", "MODEL_DEST": "/w", "GOOGLE_APPLICATION_CREDENTIALS": "/var/run/key.json"}
-    with pytest.raises(UsageError, match="create HMAC keys for the service account"):
-        config_from_env(env)
-    run = puller({"MODEL_URL": "gs://acme/m.gguf", "GOOGLE_APPLICATION_CREDENTIALS": "/var/run/key.json"})
-    assert run.returncode == EXIT_USAGE and "GOOGLE_APPLICATION_CREDENTIALS" in run.termination, run.output
+def test_without_hmac_keys_gs_goes_to_the_json_api():
+    cfg = config_from_env({"MODEL_URL": "gs://acme/llama/", "MODEL_DEST": "/w"})
+    assert (cfg.gcs.endpoint, cfg.gcs.uri, cfg.s3, cfg.file_name) == ("https://storage.googleapis.com", "gs://acme/llama/", None, "llama")
+    assert cfg.gcs.media_url("llama/a b.json", "7") == (
+        "https://storage.googleapis.com/download/storage/v1/b/acme/o/llama%2Fa%20b.json?alt=media&generation=7")
+    emulated = config_from_env({"MODEL_URL": "gs://acme/m.gguf", "MODEL_DEST": "/w", "STORAGE_EMULATOR_HOST": "localhost:4443"})
+    assert emulated.gcs.endpoint == "http://localhost:4443"
+    with pytest.raises(UsageError, match="STORAGE_EMULATOR_HOST must be"):
+        config_from_env({"MODEL_URL": "gs://acme/m.gguf", "STORAGE_EMULATOR_HOST": "ftp://x"})

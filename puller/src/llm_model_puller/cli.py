@@ -119,6 +119,10 @@ def pull_locked(cfg: Config, shown: str) -> int:
             from .s3_download import pull_s3
 
             names, details = pull_s3(cfg, staging, progress)
+        elif cfg.gcs is not None:
+            from .gcs_download import pull_gcs
+
+            names, details = pull_gcs(cfg, staging, progress)
         else:
             details = pull_url(cfg, staging, progress)
             names = [cfg.file_name]

@@ -7,9 +7,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .errors import UsageError
+from .gcs_source import GcsLocation, gcs_location, reads_json_api
 from .s3_source import S3Location, prefix_label, s3_location
 from .store import REVISIONS_DIR, ROOT_REVISION
-from .sources import KEY_SCHEMES, URL_SCHEMES, file_name_for_url, hf_source, public_https_url, redact_url, source_identity, url_secrets
+from .sources import KEY_SCHEMES, URL_SCHEMES, file_name_for_url, hf_source, redact_url, source_identity, url_secrets
 
 DEFAULT_DEST = "/model-weights"
 DEFAULT_REVISION = "main"
@@ -41,10 +42,11 @@ class Config:
     hf_token: str | None = None
     hf_endpoint: str | None = None
     url: str | None = None
-    fetch_url: str | None = None  # url translated to http(s)
+    fetch_url: str | None = None  # where the bytes are fetched: url, or an s3:// object's http(s) URL
     file_name: str | None = None
     sha256: str | None = None
     s3: S3Location | None = None  # an s3:// source: signed requests, one object or a prefix (s3_download)
+    gcs: GcsLocation | None = None  # a gs:// source read through the JSON API (gcs_download)
     settings: Settings = Settings()
     # The volume's root when MODEL_DEST is one revision directory in it (WEIGHTS_ROOT/revisions/<id>),
     # and the revisions the operator keeps there besides MODEL_DEST (store.prune_revisions).
@@ -61,7 +63,7 @@ SECRET_VARIABLES = (
     "AWS_CONTAINER_AUTHORIZATION_TOKEN",
 )
 # Variables whose URL may carry credentials in its user info or query string.
-URL_VARIABLES = ("MODEL_URL", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+URL_VARIABLES = ("MODEL_URL", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "STORAGE_EMULATOR_HOST")
 
 
 def secrets_from_env(env: Mapping[str, str]) -> list[str]:
@@ -172,13 +174,16 @@ def config_from_env(env: Mapping[str, str]) -> Config:
     scheme = urlsplit(url).scheme.lower()
     if scheme not in URL_SCHEMES:
         raise UsageError(f"MODEL_URL scheme must be one of {', '.join(URL_SCHEMES)}, got {scheme or 'none'!r}")
-    aws_endpoint = _get(env, "AWS_ENDPOINT_URL_S3") or _get(env, "AWS_ENDPOINT_URL")
-    s3 = s3_location(url, env) if scheme in KEY_SCHEMES else None
-    if s3 and s3.is_prefix and sha256:
+    gcs = gcs_location(url, env) if scheme == "gs" and reads_json_api(env) else None
+    s3 = s3_location(url, env) if scheme in KEY_SCHEMES and gcs is None else None
+    store = s3 or gcs
+    if store and store.is_prefix and sha256:
         raise UsageError("MODEL_SHA256 goes with one object; the objects of a prefix are checked against the store's checksums")
+    if not store:
+        _check_http_url("MODEL_URL", url)
     try:
-        fetch_url = s3.object_url(s3.key) if s3 else public_https_url(url, aws_endpoint)
-        file_name = prefix_label(s3) if s3 and s3.is_prefix else file_name_for_url(url)
+        fetch_url = s3.object_url(s3.key) if s3 else url
+        file_name = prefix_label(store) if store and store.is_prefix else file_name_for_url(url)
     except ValueError as exc:
         raise UsageError(f"MODEL_URL: {exc}") from None
     return Config(
@@ -189,6 +194,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
         file_name=file_name,
         sha256=sha256.lower() if sha256 else None,
         s3=s3,
+        gcs=gcs,
         hf_token=_get(env, "HF_TOKEN"),
         hf_endpoint=endpoint,
         settings=settings,

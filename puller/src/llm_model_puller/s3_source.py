@@ -4,10 +4,10 @@ Read from the variables the AWS SDKs and CLI read, so that one Secret serves the
 AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (an S3-compatible store, addressed path style),
 AWS_REGION / AWS_DEFAULT_REGION (default us-east-1).
 
-gs:// goes through Cloud Storage's S3 interoperability (XML) API at https://storage.googleapis.com,
-path style, signed with SigV4 when AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY hold HMAC keys (region
-"auto" unless AWS_REGION says otherwise), unsigned for a public bucket. A service-account key file
-(GOOGLE_APPLICATION_CREDENTIALS) is not read: it is refused with what to use instead, never sent unsigned.
+gs:// with HMAC keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and no service-account key file:
+gcs_source.reads_json_api) goes through Cloud Storage's S3 interoperability (XML) API at
+https://storage.googleapis.com, path style, signed with SigV4 (region "auto" unless AWS_REGION says
+otherwise); every other gs:// source goes through the JSON API (gcs_download.py).
 """
 
 from collections.abc import Mapping
@@ -67,11 +67,6 @@ def s3_location(url: str, env: Mapping[str, str]) -> S3Location:
     if not bucket or not key or "@" in bucket:
         raise UsageError(
             f"MODEL_URL: {scheme}:// URL must name a bucket and an object key or a prefix: {redact_url(url)}"
-        )
-    if scheme == "gs" and _get(env, "GOOGLE_APPLICATION_CREDENTIALS") and not _get(env, "AWS_ACCESS_KEY_ID"):
-        raise UsageError(
-            "gs:// sources do not read a service-account key file (GOOGLE_APPLICATION_CREDENTIALS); create HMAC keys "
-            "for the service account and give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
         )
     default_region = GCS_REGION if scheme == "gs" else DEFAULT_REGION
     region = _get(env, "AWS_REGION", "AWS_DEFAULT_REGION") or default_region

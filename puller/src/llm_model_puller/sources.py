@@ -15,39 +15,6 @@ QUERY_DIGEST_LENGTH = 16
 MIN_SECRET_LENGTH = 4
 
 
-def public_https_url(url: str, aws_endpoint_url: str | None = None) -> str:
-    """The plain HTTP(S) URL that serves a public object named by url.
-
-    http(s) URLs are returned unchanged. s3://bucket/key becomes
-    https://bucket.s3.amazonaws.com/key (path style, https://s3.amazonaws.com/bucket/key, when the bucket
-    name has dots, which the virtual-host certificate does not cover), or <aws_endpoint_url>/bucket/key
-    when an endpoint is given (MinIO, Ceph and most S3-compatible stores want path style).
-    gs://bucket/key becomes https://storage.googleapis.com/bucket/key. The key is percent-encoded:
-    s3:// and gs:// URIs carry raw keys. Requests are unsigned, so only public objects can be read.
-    """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme in ("http", "https"):
-        if not parts.netloc:
-            raise ValueError(f"URL has no host: {url}")
-        return url
-    if scheme not in ("s3", "gs"):
-        raise ValueError(f"unsupported URL scheme {parts.scheme!r} (use one of: {', '.join(URL_SCHEMES)})")
-    bucket = parts.netloc
-    # Everything after the bucket is the key, query-looking characters included.
-    key = url.split("://", 1)[1][len(bucket) :].lstrip("/")
-    if not bucket or not key or key.endswith("/"):
-        raise ValueError(f"{scheme}:// URL must name a bucket and an object key: {redact_url(url)}")
-    encoded_key = quote(key, safe="/~")
-    if scheme == "gs":
-        return f"https://storage.googleapis.com/{bucket}/{encoded_key}"
-    if aws_endpoint_url:
-        return f"{aws_endpoint_url.rstrip('/')}/{bucket}/{encoded_key}"
-    if "." in bucket:
-        return f"https://s3.amazonaws.com/{bucket}/{encoded_key}"
-    return f"https://{bucket}.s3.amazonaws.com/{encoded_key}"
-
-
 def file_name_for_url(url: str) -> str:
     """The file name the weights get in MODEL_DEST: the last segment of the URL's path."""
     parts = urlsplit(url)

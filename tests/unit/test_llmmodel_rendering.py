@@ -92,8 +92,9 @@ CASES = {
     "signed url": case(source_model({"url": SIGNED}, runtime="llamacpp"), weights_ready=False),
     "s3 folder with a key pair": case(source_model({"url": "s3://acme-models/llama-ft/", "credentialsSecret": "weights-s3"},
                                                    runtime="vllm"), weights_ready=False),
-    "gs object with hmac keys": case(source_model({"url": "gs://acme-models/m.gguf", "credentialsSecret": "weights-gcs"},
-                                                  runtime="llamacpp"), weights_ready=False),
+    "gs object with a secret": case(source_model({"url": "gs://acme-models/m.gguf", "credentialsSecret": "weights-gcs"},
+                                                 runtime="llamacpp"), weights_ready=False),
+    "gs folder without a secret": case(source_model({"url": "gs://acme-models/llama/"}, runtime="vllm"), weights_ready=False),
     "hub with a token": case(source_model({"huggingFaceRepo": "acme/gated", "credentialsSecret": "hub-token"},
                                           runtime="vllm"), weights_ready=False),
     "s3 without a secret": case(source_model({"url": "s3://acme-models/m.gguf"}, runtime="llamacpp"), weights_ready=False),
@@ -478,21 +479,47 @@ def secret_refs(env):
     return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in env if "secretKeyRef" in e.get("valueFrom", {})}
 
 
-@pytest.mark.parametrize("name, secret", [("s3 folder with a key pair", "weights-s3"), ("gs object with hmac keys", "weights-gcs")])
-def test_an_object_store_s_key_pair_reaches_the_puller_by_reference_only(rendered, name, secret):
+def test_an_s3_key_pair_reaches_the_puller_by_reference_only(rendered):
     """The AWS SDKs' variables, each a secretKeyRef to the credentials Secret: the key pair required
     (a missing key stops the pod, which the diagnosis tells), the rest optional; no Hub token."""
-    env = pull_env(rendered[name])
+    env = pull_env(rendered["s3 folder with a key pair"])
     refs = secret_refs(env)
     assert refs == {
-        "AWS_ACCESS_KEY_ID": {"name": secret, "key": "AWS_ACCESS_KEY_ID"},
-        "AWS_SECRET_ACCESS_KEY": {"name": secret, "key": "AWS_SECRET_ACCESS_KEY"},
-        **{key: {"name": secret, "key": key, "optional": True}
+        "AWS_ACCESS_KEY_ID": {"name": "weights-s3", "key": "AWS_ACCESS_KEY_ID"},
+        "AWS_SECRET_ACCESS_KEY": {"name": "weights-s3", "key": "AWS_SECRET_ACCESS_KEY"},
+        **{key: {"name": "weights-s3", "key": key, "optional": True}
            for key in ("AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")},
     }
     assert all("value" not in e for e in env if e["name"] in refs)
-    job = rendered[name]["objects"]["Job"]
-    assert "AWS_" not in json.dumps([job["metadata"], rendered[name]["state"]])
+    job = rendered["s3 folder with a key pair"]["objects"]["Job"]
+    assert "AWS_" not in json.dumps([job["metadata"], rendered["s3 folder with a key pair"]["state"]])
+    assert [v["name"] for v in job["spec"]["template"]["spec"]["volumes"]] == ["weights", "tmp"]  # no key file
+
+
+def test_a_gs_secret_gives_hmac_keys_or_a_key_file_mounted_as_one_read_only_file(rendered):
+    """Either form may be in the Secret, so no key is required of it (the puller names what is missing);
+    the key file's JSON is one Secret key mounted as a file, its path the variable's value, never the JSON."""
+    result = rendered["gs object with a secret"]
+    env = pull_env(result)
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
+            "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "STORAGE_EMULATOR_HOST")
+    assert secret_refs(env) == {key: {"name": "weights-gcs", "key": key, "optional": True} for key in keys}
+    path = "/var/run/secrets/inference.ai.example.com/gcs/key.json"
+    assert {"name": "GOOGLE_APPLICATION_CREDENTIALS", "value": path} in env
+    pod = result["objects"]["Job"]["spec"]["template"]["spec"]
+    (volume,) = [v for v in pod["volumes"] if "secret" in v]
+    assert volume["secret"] == {"secretName": "weights-gcs", "optional": True, "defaultMode": 0o440,
+                                "items": [{"key": "GOOGLE_APPLICATION_CREDENTIALS", "path": "key.json"}]}
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount == {"name": volume["name"], "mountPath": path.rsplit("/", 1)[0], "readOnly": True}
+
+
+def test_a_gs_source_without_a_secret_takes_the_pod_s_workload_identity(rendered):
+    """No Secret: no credential variable, no key file: the puller asks the GKE metadata server."""
+    result = rendered["gs folder without a secret"]
+    env = pull_env(result)
+    assert secret_refs(env) == {} and not [e for e in env if e["name"] == "GOOGLE_APPLICATION_CREDENTIALS"]
+    assert [v["name"] for v in result["objects"]["Job"]["spec"]["template"]["spec"]["volumes"]] == ["weights", "tmp"]
 
 
 def test_the_hub_token_stays_the_hub_s_only_key(rendered):

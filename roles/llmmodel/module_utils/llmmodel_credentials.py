@@ -12,10 +12,13 @@ more), the Job says which keys it needs, and a required key that is missing stop
 kubelet's "couldn't find key K in Secret NS/NAME", which the diagnosis turns into CredentialsNotFound
 with the command that fixes it (``envFrom`` would start the pod without the key, and the pull would
 go unsigned into a 403). The key pair is required; a session token, the region and an endpoint are
-``optional``.
+``optional``. A gs:// source's Secret may hold the key pair (HMAC keys) or a service-account key file
+(module_utils/llmmodel_gcs_key.py): there every key is optional, and the puller names what is missing.
 """
 
 from __future__ import annotations
+
+from ansible.module_utils.llmmodel_gcs_key import gcs_key_env
 
 # The schemes whose credentials are the AWS SDKs' variables (gs://: HMAC keys, S3 interoperability).
 AWS_SCHEMES = ("s3", "gs")
@@ -45,12 +48,14 @@ def credentials_keys(source):
     if not source.get("credentialsSecret"):
         return []
     if uses_aws_keys(source):
-        return [(key, False) for key in AWS_KEY_PAIR] + [(key, True) for key in AWS_OPTIONAL]
+        either = str(source.get("url")).lower().startswith("gs://")  # HMAC keys, or a key file instead
+        return [(key, either) for key in AWS_KEY_PAIR] + [(key, True) for key in AWS_OPTIONAL]
     return [(HF_TOKEN, False)]
 
 
 def credentials_env(source):
-    """The pull container's env entries for the credentials Secret: one secretKeyRef per key."""
+    """The pull container's env entries for the credentials Secret: one secretKeyRef per key, and for
+    gs:// the path of the mounted key file."""
     name = (source or {}).get("credentialsSecret")
     env = []
     for key, optional in credentials_keys(source):
@@ -58,4 +63,4 @@ def credentials_env(source):
         if optional:
             ref["optional"] = True
         env.append({"name": key, "valueFrom": {"secretKeyRef": ref}})
-    return env
+    return env + gcs_key_env(source)

@@ -74,9 +74,23 @@ class FakeGcs:
         if not FAKE_GCS_SERVER.exists():
             raise RuntimeError(f"{FAKE_GCS_SERVER} is missing: run `make fake-gcs-server`")
         log = open(self.workdir / "fake-gcs-server.log", "wb")  # noqa: SIM115 (closed with the process)
-        command = [str(FAKE_GCS_SERVER), "-scheme", "http", "-host", self.host, "-port", str(self.port),
-                   "-backend", "memory", "-log-level", "warn", "-public-host", f"{self.host}:{self.port}",
-                   "-external-url", self.url]
+        command = [
+            str(FAKE_GCS_SERVER),
+            "-scheme",
+            "http",
+            "-host",
+            self.host,
+            "-port",
+            str(self.port),
+            "-backend",
+            "memory",
+            "-log-level",
+            "warn",
+            "-public-host",
+            f"{self.host}:{self.port}",
+            "-external-url",
+            self.url,
+        ]
         self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.workdir)
         log.close()
         deadline = time.monotonic() + 20
@@ -87,7 +101,9 @@ class FakeGcs:
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.__exit__()
-                    raise RuntimeError("fake-gcs-server did not start: " + (self.workdir / "fake-gcs-server.log").read_text()) from None
+                    raise RuntimeError(
+                        "fake-gcs-server did not start: " + (self.workdir / "fake-gcs-server.log").read_text()
+                    ) from None
                 time.sleep(0.05)
 
     def __exit__(self, *exc):
@@ -128,10 +144,10 @@ class GoogleFront:
             def log_message(self, *args):
                 pass
 
-            def do_POST(self):
+            def do_POST(self):  # noqa: N802 (BaseHTTPRequestHandler's name)
                 front._token(self)
 
-            def do_GET(self):
+            def do_GET(self):  # noqa: N802
                 if self.path.startswith("/computeMetadata/"):
                     front._metadata(self)
                 else:
@@ -174,13 +190,18 @@ class GoogleFront:
     def _json(handler, status: int, body: dict, headers: dict | None = None) -> None:
         data = json.dumps(body).encode()
         handler.send_response(status)
-        for name, value in {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})}.items():
+        for name, value in {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(data)),
+            **(headers or {}),
+        }.items():
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
 
     def verify_assertion(self, assertion: str) -> str:
-        """The email of a JWT bearer assertion whose RS256 signature, audience, expiry and scope hold; else ValueError."""
+        """The email of a JWT bearer assertion whose RS256 signature, audience, expiry and scope hold,
+        else ValueError."""
         head, claims, signature = assertion.split(".")
         if json.loads(_unb64(head)).get("alg") != "RS256":
             raise ValueError("Invalid JWT: alg must be RS256")
@@ -231,14 +252,20 @@ class GoogleFront:
         auth = handler.headers.get("Authorization", "")
         email = self.tokens.get(auth.removeprefix("Bearer ")) if auth.startswith("Bearer ") else None
         if email is None:
-            error = {"code": 401, "message": "Anonymous caller does not have storage.objects.get access.",
-                     "errors": [{"reason": "required"}]}
+            error = {
+                "code": 401,
+                "message": "Anonymous caller does not have storage.objects.get access.",
+                "errors": [{"reason": "required"}],
+            }
             return self._json(handler, 401, {"error": error})
         parts = handler.path.split("/")
         bucket = parts[parts.index("b") + 1] if "b" in parts else ""
         if (email, bucket) in self.denied:
-            error = {"code": 403, "message": f"{email} does not have storage.objects.get access to the Google Cloud "
-                     f"Storage object.", "errors": [{"reason": "forbidden"}]}
+            error = {
+                "code": 403,
+                "message": f"{email} does not have storage.objects.get access to the Google Cloud Storage object.",
+                "errors": [{"reason": "forbidden"}],
+            }
             return self._json(handler, 403, {"error": error})
         self._pass(handler)
 

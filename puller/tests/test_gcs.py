@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from gcs_server import FakeGcs, GoogleFront, key_file, new_key
+
 from puller_testkit import MANIFEST, SRC, STAGING, MiB, payload, sha256
 from s3_server import SlowProxy, free_port
 
@@ -126,9 +126,13 @@ def test_a_killed_pull_resumes_by_range_and_keeps_finished_objects(google, dest)
     }
     partial = dest / STAGING / "files" / "weights.bin"
     with SlowProxy(google.port, rate=2 * MiB) as proxy:
-        pull = subprocess.Popen([sys.executable, "-m", "llm_model_puller"],
-                                env={**env, "STORAGE_EMULATOR_HOST": f"127.0.0.1:{proxy.port}"},
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        pull = subprocess.Popen(
+            [sys.executable, "-m", "llm_model_puller"],
+            env={**env, "STORAGE_EMULATOR_HOST": f"127.0.0.1:{proxy.port}"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.monotonic() + 30
         while not (partial.exists() and partial.stat().st_size >= 2 * MiB) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -138,9 +142,11 @@ def test_a_killed_pull_resumes_by_range_and_keeps_finished_objects(google, dest)
     assert 2 * MiB <= had < len(DATA[BIG]), had
 
     sent = google.media_bytes
-    run = subprocess.run([sys.executable, "-m", "llm_model_puller"], env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "llm_model_puller"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert f"resuming weights.bin at" in run.stderr + run.stdout
+    assert "resuming weights.bin at" in run.stderr + run.stdout
     assert (dest / "weights.bin").read_bytes() == DATA[BIG]
     assert google.media_bytes - sent == len(DATA[BIG]) - had  # only what was missing
 
@@ -151,8 +157,10 @@ def test_a_key_the_token_endpoint_does_not_trust_is_refused_once(google, puller,
     path.write_text(json.dumps(stranger))
     run = puller({**env_of(google, f"gs://{BUCKET}/{GGUF}"), "GOOGLE_APPLICATION_CREDENTIALS": str(path)})
     assert run.returncode == EXIT_AUTH, run.output
-    assert (f"refused the service-account key of {PULLER_SA} (HTTP 400 invalid_grant: Invalid JWT Signature.)"
-            in run.termination), run.termination
+    assert (
+        f"refused the service-account key of {PULLER_SA} (HTTP 400 invalid_grant: Invalid JWT Signature.)"
+        in run.termination
+    ), run.termination
     assert "retry" not in run.output
     assert stranger["private_key"].splitlines()[1] not in run.output + run.termination
 
@@ -182,7 +190,9 @@ def test_without_credentials_a_private_bucket_says_which_to_give(google, puller)
     run = puller(env)
     assert run.returncode == EXIT_AUTH, run.output
     assert "anonymous requests" in run.stdout
-    assert "the request carried no credentials" in run.termination and "GOOGLE_APPLICATION_CREDENTIALS" in run.termination
+    assert (
+        "the request carried no credentials" in run.termination and "GOOGLE_APPLICATION_CREDENTIALS" in run.termination
+    )
 
 
 @pytest.mark.parametrize(
@@ -190,8 +200,12 @@ def test_without_credentials_a_private_bucket_says_which_to_give(google, puller)
     [
         ("not json", "is not JSON"),
         (json.dumps({"type": "authorized_user", "client_id": "x"}), "is a authorized_user credentials file"),
-        (json.dumps({"type": "service_account", "client_email": "a@b", "private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n"}),
-         "is not an RSA private key in PEM"),
+        (
+            json.dumps(
+                {"type": "service_account", "client_email": "a@b", "private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n"}
+            ),
+            "is not an RSA private key in PEM",
+        ),
     ],
 )
 def test_a_bad_key_file_is_a_configuration_error(google, puller, tmp_path, content, words):
@@ -205,7 +219,11 @@ def test_a_bad_key_file_is_a_configuration_error(google, puller, tmp_path, conte
 def test_a_secret_with_neither_key_file_nor_hmac_keys_says_what_to_put(google, puller, tmp_path):
     """Under the operator GOOGLE_APPLICATION_CREDENTIALS names the mounted Secret key, absent when the
     Secret has no such key (or no Secret exists)."""
-    run = puller({**env_of(google, f"gs://{BUCKET}/{GGUF}"), "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "absent")})
+    run = puller(
+        {**env_of(google, f"gs://{BUCKET}/{GGUF}"), "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "absent")}
+    )
     assert run.returncode == EXIT_USAGE, run.output
-    assert "put a service-account key file's JSON under the credentials Secret's key GOOGLE_APPLICATION_CREDENTIALS, " \
-           "or HMAC keys under AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in run.termination, run.termination
+    assert (
+        "put a service-account key file's JSON under the credentials Secret's key GOOGLE_APPLICATION_CREDENTIALS, "
+        "or HMAC keys under AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in run.termination
+    ), run.termination

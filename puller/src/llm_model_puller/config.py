@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 from .errors import UsageError
 from .gcs_source import GcsLocation, gcs_location, reads_json_api
 from .s3_source import S3Location, prefix_label, s3_location
-from .store import REVISIONS_DIR, ROOT_REVISION
 from .sources import KEY_SCHEMES, URL_SCHEMES, file_name_for_url, hf_source, redact_url, source_identity, url_secrets
+from .store import REVISIONS_DIR, ROOT_REVISION
 
 DEFAULT_DEST = "/model-weights"
 DEFAULT_REVISION = "main"

@@ -215,7 +215,9 @@ def metadata_tokens(env: Mapping[str, str], timeout: float) -> TokenSource | Non
     host = _get(env, "GCE_METADATA_HOST") or METADATA_HOST
     try:
         response = requests.get(
-            f"http://{host}{METADATA_EMAIL}", headers={"Metadata-Flavor": "Google"}, timeout=min(timeout, METADATA_TIMEOUT)
+            f"http://{host}{METADATA_EMAIL}",
+            headers={"Metadata-Flavor": "Google"},
+            timeout=min(timeout, METADATA_TIMEOUT),
         )
     except requests.RequestException:
         return None

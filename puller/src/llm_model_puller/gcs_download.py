@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import threading
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -30,10 +29,9 @@ from .gcs_auth import TokenSource, resolve_tokens
 from .gcs_errors import gcs_error
 from .gcs_source import GcsLocation
 from .http_download import TRANSIENT_EXCEPTIONS, Download
-from .progress import Progress, human_bytes, log
+from .progress import Progress, log
 from .retry import with_retries
-from .s3_download import STATE_DIR, check_layout, relative_path, state_paths
-from .s3_parts import SharedProgress
+from .s3_download import STATE_DIR, check_layout, pull_objects, relative_path, state_paths
 from .store import Staging, write_atomically
 
 MAX_LIST_PAGES = 10_000
@@ -90,7 +88,11 @@ class GcsClient:
         if response.status_code == 404 and not no_bucket:
             no_bucket = self.bucket_missing()
         return gcs_error(
-            response.status_code, response.content, what, self.tokens.identity, anonymous=self.tokens.anonymous,
+            response.status_code,
+            response.content,
+            what,
+            self.tokens.identity,
+            anonymous=self.tokens.anonymous,
             no_bucket=no_bucket,
         )
 
@@ -116,7 +118,9 @@ class GcsClient:
             except ValueError:
                 body = None
             if not isinstance(body, dict):
-                raise UsageError(f"{redact(url)} did not answer the Cloud Storage JSON API: check STORAGE_EMULATOR_HOST")
+                raise UsageError(
+                    f"{redact(url)} did not answer the Cloud Storage JSON API: check STORAGE_EMULATOR_HOST"
+                )
             return body
 
         return with_retries(attempt, self.settings, progress_marker=lambda: 0, what=what)
@@ -244,43 +248,35 @@ def pull_gcs(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[st
         with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
         digests = download.verify(cfg.sha256)
         checked = ["md5Hash"] * bool(obj.md5) + ["MODEL_SHA256"] * bool(cfg.sha256)
-        log.info("sha256 %s, generation %s, %s", digests["sha256"], obj.generation, f"verified ({' and '.join(checked)})"
-                 if checked else "(no md5Hash or MODEL_SHA256 to compare with)")
-        return [cfg.file_name], {"kind": "gcs", "sha256": digests["sha256"], "objects": [record_of(obj, download, digests)]}
+        log.info(
+            "sha256 %s, generation %s, %s",
+            digests["sha256"],
+            obj.generation,
+            f"verified ({' and '.join(checked)})" if checked else "(no md5Hash or MODEL_SHA256 to compare with)",
+        )
+        return [cfg.file_name], {
+            "kind": "gcs",
+            "sha256": digests["sha256"],
+            "objects": [record_of(obj, download, digests)],
+        }
 
     objects = client.list_prefix()
     if not objects:
-        raise NotFoundError(f"no object under {location.uri}: check the prefix (names are case-sensitive) and the bucket")
-    records = sorted(pull_objects(client, objects, staging, progress, cfg), key=lambda r: r["path"])
+        raise NotFoundError(
+            f"no object under {location.uri}: check the prefix (names are case-sensitive) and the bucket"
+        )
+    records = pull_objects(
+        objects,
+        staging,
+        progress,
+        cfg,
+        lambda obj: finished(obj, staging),
+        lambda obj, shared: pull_object(client, obj, staging, shared, cfg),
+    )
+    records.sort(key=lambda r: r["path"])
     listing = "".join(f"{r['sha256']}  {r['path']}\n" for r in records)
     details = {"kind": "gcs-prefix", "sha256": hashlib.sha256(listing.encode()).hexdigest(), "objects": records}
     return sorted({o.path.split("/", 1)[0] for o in objects}), details
-
-
-def pull_objects(client: GcsClient, objects: list[GcsObject], staging: Staging, progress: Progress, cfg: Config) -> list[dict]:
-    """Fetch every object not already finished, cfg.settings.s3_max_workers at a time; their records."""
-    records, todo, have = [], [], 0
-    for obj in objects:
-        record = finished(obj, staging)
-        if record is not None:
-            records.append(record)
-            have += obj.size or 0
-        else:
-            todo.append(obj)
-    total = sum(o.size or 0 for o in objects)
-    log.info("%d objects, %s; %d already here, %d to fetch, %d at a time", len(objects), human_bytes(total),
-             len(objects) - len(todo), len(todo), cfg.settings.s3_max_workers)
-    progress.begin(have, total)
-    shared = SharedProgress(progress)
-    with ThreadPoolExecutor(max_workers=cfg.settings.s3_max_workers, thread_name_prefix="gcs") as pool:
-        futures = [pool.submit(pull_object, client, obj, staging, shared, cfg) for obj in todo]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f for f in done if f.exception() is not None]
-        if failed:
-            for future in futures:
-                future.cancel()
-            raise failed[0].exception()
-    return records + [future.result() for future in futures]
 
 
 def finished(obj: GcsObject, staging: Staging) -> dict | None:

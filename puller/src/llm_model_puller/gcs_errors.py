@@ -4,6 +4,8 @@ The API names the cause in a JSON body ({"error": {"code", "message", "errors": 
 its message names the bucket or object, never a credential, and is quoted (shortened).
 """
 
+import json
+
 from .errors import AuthError, NotFoundError, PullerError, TransientError
 
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -16,8 +18,6 @@ NO_CREDENTIALS = (
 
 def api_message(body: bytes) -> tuple[str, str]:
     """(reason, message) of a JSON API error body, or ('', the text)."""
-    import json
-
     try:
         error = json.loads(body).get("error") or {}
         reasons = [e.get("reason", "") for e in error.get("errors") or [] if isinstance(e, dict)]
@@ -26,7 +26,9 @@ def api_message(body: bytes) -> tuple[str, str]:
         return "", body[:200].decode("utf-8", "replace").strip()
 
 
-def gcs_error(status: int, body: bytes, what: str, identity: str, *, anonymous: bool, no_bucket: bool = False) -> Exception:
+def gcs_error(
+    status: int, body: bytes, what: str, identity: str, *, anonymous: bool, no_bucket: bool = False
+) -> Exception:
     """The exception for an error answer: a PullerError to raise at once, or a TransientError to retry.
     no_bucket: a 404 is known to mean the bucket (a listing's, or the bucket's own metadata's)."""
     reason, message = api_message(body)

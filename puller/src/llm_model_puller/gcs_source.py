@@ -45,7 +45,8 @@ class GcsLocation:
 
     def media_url(self, name: str, generation: str | None) -> str:
         pinned = f"&generation={generation}" if generation else ""
-        return f"{self.endpoint}/download/storage/v1/b/{quote(self.bucket, safe='')}/o/{quote(name, safe='')}?alt=media{pinned}"
+        bucket, name = quote(self.bucket, safe=""), quote(name, safe="")
+        return f"{self.endpoint}/download/storage/v1/b/{bucket}/o/{name}?alt=media{pinned}"
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:

@@ -275,7 +275,14 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
         raise NotFoundError(
             f"no object under {location.uri}: check the prefix (keys are case-sensitive) and the bucket"
         )
-    records = pull_objects(client, objects, staging, progress, cfg)
+    records = pull_objects(
+        objects,
+        staging,
+        progress,
+        cfg,
+        lambda obj: finished(obj, staging),
+        lambda obj, shared: pull_object(client, obj, staging, shared, cfg),
+    )
     listing = "".join(f"{listed(r)}  {r['path']}\n" for r in sorted(records, key=lambda r: r["path"]))
     details = {
         "kind": "s3-prefix",
@@ -286,13 +293,13 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
     return names, details
 
 
-def pull_objects(
-    client: S3Client, objects: list[S3Object], staging: Staging, progress: Progress, cfg: Config
-) -> list[dict]:
-    """Fetch every object not already finished, cfg.settings.s3_max_workers at a time; their records."""
+def pull_objects(objects: list, staging: Staging, progress: Progress, cfg: Config, finished, fetch) -> list[dict]:
+    """Fetch every object of a prefix that finished(obj) has no record of, cfg.settings.s3_max_workers
+    at a time (fetch(obj, progress) gives its record); every object's record. The objects have key,
+    path and size: an s3:// or a gs:// (gcs_download.py) store's."""
     records, todo, have = [], [], 0
     for obj in objects:
-        record = finished(obj, staging)
+        record = finished(obj)
         if record is not None:
             records.append(record)
             have += obj.size or 0
@@ -311,8 +318,8 @@ def pull_objects(
     )
     progress.begin(have, total)
     shared = SharedProgress(progress)
-    with ThreadPoolExecutor(max_workers=cfg.settings.s3_max_workers, thread_name_prefix="s3") as pool:
-        futures = [pool.submit(pull_object, client, obj, staging, shared, cfg) for obj in todo]
+    with ThreadPoolExecutor(max_workers=cfg.settings.s3_max_workers, thread_name_prefix="objects") as pool:
+        futures = [pool.submit(fetch, obj, shared) for obj in todo]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         failed = [f for f in done if f.exception() is not None]
         if failed:

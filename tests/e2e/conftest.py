@@ -19,6 +19,7 @@ from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONF
                          PRIVATE_BUCKET, PULLER_IMAGE, RELEASE,
                          REPO, ROOT_IMAGE, SERVER_IMAGE, helm, kubectl, node, operator_namespace, sha256_of, wait_until)
 from puller_servers import FakeHub, FileServer, HubRepo
+from gcs_server import FakeGcs, GoogleFront
 from s3_server import S3Server
 from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
 
@@ -77,6 +78,22 @@ def object_store(tmp_path_factory):
         store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
         store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
         yield store
+
+
+@pytest.fixture(scope="session")
+def gcs_store(tmp_path_factory):
+    """Cloud Storage on the bridge address: fake-gcs-server behind GoogleFront (puller/tests/gcs_server.py),
+    whose token endpoint verifies the RS256 JWT of a key file made here and whose storage front refuses a
+    request without a token it issued. The bucket PRIVATE_BUCKET holds the same model folder as
+    object_store; ``gcs_store.key`` is the key file of the account that may read it."""
+    workdir = tmp_path_factory.mktemp("gcs-store")
+    with FakeGcs(workdir, host=node.NODE_IP) as store, GoogleFront(store, host=node.NODE_IP) as front:
+        store.create_bucket(PRIVATE_BUCKET)
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE.read_bytes())
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+        front.key = front.account("puller@e2e-project.iam.gserviceaccount.com")
+        yield front
 
 
 @pytest.fixture(scope="session")

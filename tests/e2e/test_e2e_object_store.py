@@ -4,9 +4,12 @@ reference only, and SmolLM2 pulled from a private bucket's folder answers. The f
 (a wrong secret, an unknown key, a key without access, no bucket, no object, an empty folder, a wrong
 region; a missing Secret or one without the key pair) each end the pull once with what to fix, a fixed
 Secret is taken by retry-pull (or by the waiting pod itself), and no key shows in anything a viewer
-reads or in the operator's log."""
+reads or in the operator's log. gs:// with a service-account key file reads fake-gcs-server behind a
+token endpoint that verifies the key's JWT (conftest.gcs_store)."""
 
 from __future__ import annotations
+
+import json
 
 from kubernetes.client.rest import ApiException
 
@@ -81,19 +84,52 @@ def test_a_private_folder_waits_for_its_secret_then_serves(api, namespace, opera
 
 def test_hmac_keys_pull_a_gs_object_once_its_secret_has_them(api, namespace, operator, object_store):  # noqa: F811
     """gs:// with HMAC keys: the same signed protocol; the store stands in for storage.googleapis.com
-    (AWS_ENDPOINT_URL in the Secret). A Secret without the key pair holds the pull pod at the real
-    kubelet, the model says which key is missing, and the pod starts by itself once the Secret has it."""
+    (AWS_ENDPOINT_URL in the Secret). A gs:// Secret may hold HMAC keys or a key file, so none is
+    required: a Secret with neither fails the pull once with what to put, and retry-pull takes the fix."""
     models = Models(api, namespace)
     name = "smollm-gs"
     models.core.create_namespaced_secret(namespace, {"metadata": {"name": "gcs-hmac"}, "stringData": {"AWS_REGION": "us-east-1"}})
     url = f"gs://{PRIVATE_BUCKET}/{MODEL_FOLDER}/{MODEL_FILE.name}"
     models.create(llmmodel(name, {"url": url, "credentialsSecret": "gcs-hmac"}, None, purge=True))
-    weights = models.wait_condition(name, "Failed", "WeightsReady", "CredentialsNotFound", "say its Secret has no key pair", 180)
-    assert weights["message"].startswith("Secret gcs-hmac has no key AWS_ACCESS_KEY_ID; put the value under that key: "), weights
+    weights = models.wait_condition(name, "Failed", "WeightsReady", "PullFailed", "say its Secret has neither form", 180)
+    assert ("put a service-account key file's JSON under the credentials Secret's key GOOGLE_APPLICATION_CREDENTIALS, "
+            "or HMAC keys under AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") in weights["message"], weights
 
     models.core.replace_namespaced_secret("gcs-hmac", namespace, secret("gcs-hmac", object_store, ROOT_KEY))
+    models.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                                 {"metadata": {"annotations": {RETRY_ANNOTATION: "hmac-keys"}}})
     status = wait_weights_ready(models, name)
     assert status["weights"]["source"] == url, status
+    models.delete_purged(name)
+
+
+def test_a_gs_folder_pulled_with_a_service_account_key_file_answers(api, namespace, operator, gcs_store):  # noqa: F811
+    """The Secret's GOOGLE_APPLICATION_CREDENTIALS reaches the pull pod as one read-only file, the
+    variable its path; the token endpoint verified the key's JWT; SmolLM2 from the bucket's folder answers."""
+    models = Models(api, namespace)
+    name = "smollm-gcs"
+    endpoint = f"{gcs_store.host}:{gcs_store.port}"
+    key = json.dumps(gcs_store.key)
+    models.core.create_namespaced_secret(namespace, {"metadata": {"name": "gcs-key"}, "stringData": {
+        "GOOGLE_APPLICATION_CREDENTIALS": key, "STORAGE_EMULATOR_HOST": endpoint}})
+    grants = gcs_store.grants
+    models.create(llmmodel(name, {"url": f"gs://{PRIVATE_BUCKET}/{MODEL_FOLDER}/", "credentialsSecret": "gcs-key"}, None,
+                           purge=True))
+    models.wait_serving(name)
+    print(f"\n{name} answered (a gs:// folder, a service-account key file from its Secret): "
+          f"{answer_of(models, name, served_name=name)!r}")
+    assert gcs_store.grants > grants  # the key's JWT was verified and a token issued
+    served = models.served_dir(name)
+    assert (served / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    assert (served / "licenses" / "LICENSE").read_bytes() == b"Apache-2.0\n"
+    pod = models.batch.read_namespaced_job(f"{name}-pull", namespace).spec.template.spec
+    env = {e.name: e for e in pod.containers[0].env}
+    path = env["GOOGLE_APPLICATION_CREDENTIALS"].value
+    (mount,) = [m for m in pod.containers[0].volume_mounts if path.startswith(m.mount_path + "/")]
+    assert mount.read_only and path.endswith("/key.json"), (path, mount)
+    seen = kubectl("get", "llmmodels,jobs,pods,events,pvc", "-n", namespace, "-o", "json", check=False).stdout
+    seen += kubectl("logs", "-n", OPERATOR_NAMESPACE, f"deployment/{MANAGER}", "--tail=-1", check=False).stdout
+    assert gcs_store.key["private_key"].splitlines()[1] not in seen and not any(t in seen for t in gcs_store.tokens)
     models.delete_purged(name)
 
 

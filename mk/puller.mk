@@ -16,13 +16,26 @@ $(PULLER_VENV_STAMP): puller/requirements.lock puller/pyproject.toml
 	$(call component_venv,$(PULLER_VENV),puller)
 
 ##@ Model puller
-.PHONY: puller-venv puller-test bench-puller bench-pull versitygw
+.PHONY: puller-venv puller-test bench-puller bench-pull versitygw azurite
 puller-venv: $(PULLER_VENV_STAMP) ## Create .venv-puller: the puller image's lock, the puller, pytest.
 
 versitygw: ## Build bin/versitygw, the S3 server of the puller's tests and bench-pull (only if missing).
 	@$(PYTHON) hack/build_tools.py versitygw
 
-puller-test: puller-venv versitygw ## pytest of the model puller (real HTTP and S3 servers on 127.0.0.1, no internet).
+# Azurite, the Azure Blob Storage emulator of the az:// tests: the version hack/tools/azurite pins (its
+# package-lock.json), installed from npm into .cache/azurite when the lock changes. Node 20 and npm are
+# the machine's and CI's; Azurite runs with telemetry off (puller/tests/azure_server.py).
+AZURITE_DIR ?= .cache/azurite
+AZURITE_STAMP := $(AZURITE_DIR)/.installed
+$(AZURITE_STAMP): hack/tools/azurite/package.json hack/tools/azurite/package-lock.json
+	@mkdir -p $(AZURITE_DIR)
+	cp hack/tools/azurite/package.json hack/tools/azurite/package-lock.json $(AZURITE_DIR)/
+	cd $(AZURITE_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+azurite: $(AZURITE_STAMP) ## Install Azurite (pinned, npm) into .cache/azurite: the Blob service of the puller's az:// tests.
+
+puller-test: puller-venv versitygw azurite ## pytest of the model puller (real HTTP, S3 and Azure Blob servers on 127.0.0.1, no internet).
 	$(PULLER_VENV)/bin/python -m pytest -q puller/tests
 
 bench-puller: puller-venv ## Peak RSS and throughput of the puller on a 200 MiB file from a local server.

@@ -11,9 +11,7 @@ import base64
 import hashlib
 import hmac
 import os
-import socket
 import subprocess
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -22,6 +20,7 @@ import requests
 
 from llm_model_puller.azure_auth import sign
 from llm_model_puller.azure_source import AzureCredentials
+from s3_server import free_port, stop, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE = Path(os.environ.get("AZURITE", ROOT / ".cache" / "azurite" / "node_modules" / ".bin" / "azurite-blob"))
@@ -29,12 +28,6 @@ ACCOUNT = "modelstore"
 KEY = base64.b64encode(b"the account key of the puller's tests, 64 bytes long, not secret!").decode()
 WRONG_KEY = base64.b64encode(b"another key entirely, of the same length as the right one, 64 by").decode()
 SAS_VERSION = "2018-11-09"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class AzureServer:
@@ -72,26 +65,11 @@ class AzureServer:
         log = open(self.workdir / "azurite.log", "wb")  # noqa: SIM115 (closed with the process)
         self.process = subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=data)
         log.close()
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection((self.host, self.port), timeout=0.5).close()
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.__exit__()
-                    raise RuntimeError("azurite did not start: " + (self.workdir / "azurite.log").read_text()) from None
-                time.sleep(0.1)
+        wait_listening(self.process, self.host, self.port, self.workdir / "azurite.log", 30)
         return self
 
     def __exit__(self, *exc):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop(self.process)
 
     def request(self, method: str, path: str, data=b"", headers: dict | None = None, length: int | None = None):
         url = self.endpoint + path

@@ -4,18 +4,14 @@ blob https form, parts, resume, Content-MD5, the errors."""
 
 import json
 import signal
-import subprocess
-import sys
-import time
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from azure_server import ACCOUNT, KEY, WRONG_KEY, AzureServer
 from puller_testkit import MANIFEST, SRC, STAGING, MiB, payload, sha256
-from s3_server import SlowProxy, free_port
-from test_s3 import HEADERS_SLACK, parts_done
+from s3_server import free_port
+from test_s3 import HEADERS_SLACK, parts_done, run_counted, slow_pull
 
 EXIT_USAGE, EXIT_AUTH, EXIT_NOT_FOUND, EXIT_CHECKSUM, EXIT_NETWORK = 2, 3, 4, 5, 7
 CONTAINER = "models"
@@ -180,27 +176,10 @@ def test_a_large_blob_comes_in_parallel_parts_checked_against_its_md5(azure, pul
     assert "the store's Content-MD5 says 00000000000000000000000000000000" in rotten.termination
 
 
-@contextmanager
-def slow_pull(azure, env: dict[str, str], ready):
-    """A puller whose connections go through a 4 MiB/s proxy, yielded once ready() (at most 30 s)."""
-    with SlowProxy(azure.port, rate=4 * MiB) as proxy:
-        slow = {**env, "AZURE_STORAGE_CONNECTION_STRING": azure.connection_string().replace(
-            azure.endpoint, f"{proxy.url}/{ACCOUNT}")}
-        pull = subprocess.Popen([sys.executable, "-m", "llm_model_puller"], env=slow, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        deadline = time.monotonic() + 30
-        while not ready() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        yield pull
-
-
-def run_counted(azure, env: dict[str, str]):
-    with SlowProxy(azure.port, rate=0) as proxy:
-        counted = {**env, "AZURE_STORAGE_CONNECTION_STRING": azure.connection_string().replace(
-            azure.endpoint, f"{proxy.url}/{ACCOUNT}")}
-        done = subprocess.run([sys.executable, "-m", "llm_model_puller"], env=counted, capture_output=True, text=True,
-                              timeout=60)
-        return done, proxy
+def through(azure):
+    """What points the puller at a proxy in front of Azurite: the connection string's BlobEndpoint."""
+    return lambda proxy_url: {"AZURE_STORAGE_CONNECTION_STRING": azure.connection_string().replace(
+        azure.endpoint, f"{proxy_url}/{ACCOUNT}")}
 
 
 def direct_env(dest, url: str, **extra: str) -> dict[str, str]:
@@ -213,13 +192,13 @@ def test_a_killed_parted_pull_fetches_only_the_missing_parts(azure, dest):
     key = "parts/killed.gguf"
     azure.put(CONTAINER, key, data)
     env = direct_env(dest, f"az://{CONTAINER}/{key}", PULLER_S3_PART_MIB="1", PULLER_S3_MAX_WORKERS="2")
-    with slow_pull(azure, env, lambda: parts_done(dest, key) >= 3) as pull:
+    with slow_pull(azure, env, lambda: parts_done(dest, key) >= 3, through(azure)) as pull:
         pull.send_signal(signal.SIGKILL)
         pull.communicate(timeout=10)
     kept = parts_done(dest, key)
     assert 3 <= kept < 12
 
-    done, proxy = run_counted(azure, env)
+    done, proxy = run_counted(azure, env, through(azure))
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "killed.gguf").read_bytes() == data
@@ -228,18 +207,22 @@ def test_a_killed_parted_pull_fetches_only_the_missing_parts(azure, dest):
     assert missing <= proxy.served < missing + HEADERS_SLACK
 
 
+def killed_midway(azure, env, partial) -> int:
+    """SIGKILL a slowed pull once partial holds 2 MiB; the bytes it kept."""
+    with slow_pull(azure, env, lambda: partial.exists() and partial.stat().st_size >= 2 * MiB, through(azure)) as pull:
+        pull.send_signal(signal.SIGKILL)
+        pull.communicate(timeout=10)
+    return partial.stat().st_size
+
+
 def test_a_killed_pull_resumes_a_folder_blob_by_range(azure, dest):
     data = payload(12 * MiB, seed=47)
     azure.put(CONTAINER, "big/weights.safetensors", data)
     env = direct_env(dest, f"az://{CONTAINER}/big/")
-    partial = dest / STAGING / "files" / "weights.safetensors"
-    with slow_pull(azure, env, lambda: partial.exists() and partial.stat().st_size >= 2 * MiB) as pull:
-        pull.send_signal(signal.SIGKILL)
-        pull.communicate(timeout=10)
-    kept = partial.stat().st_size
+    kept = killed_midway(azure, env, dest / STAGING / "files" / "weights.safetensors")
     assert 2 * MiB <= kept < len(data)
 
-    done, proxy = run_counted(azure, env)
+    done, proxy = run_counted(azure, env, through(azure))
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "weights.safetensors").read_bytes() == data
@@ -252,13 +235,10 @@ def test_a_blob_replaced_after_a_kill_is_fetched_again_whole(azure, dest):
     first, second = payload(12 * MiB, seed=48), payload(12 * MiB, seed=49)
     azure.put(CONTAINER, "swap/weights.safetensors", first)
     env = direct_env(dest, f"az://{CONTAINER}/swap/")
-    partial = dest / STAGING / "files" / "weights.safetensors"
-    with slow_pull(azure, env, lambda: partial.exists() and partial.stat().st_size >= 2 * MiB) as pull:
-        pull.send_signal(signal.SIGKILL)
-        pull.communicate(timeout=10)
+    killed_midway(azure, env, dest / STAGING / "files" / "weights.safetensors")
     azure.put(CONTAINER, "swap/weights.safetensors", second)
 
-    done, _ = run_counted(azure, env)
+    done, _ = run_counted(azure, env, through(azure))
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (dest / "weights.safetensors").read_bytes() == second

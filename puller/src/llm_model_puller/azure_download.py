@@ -11,7 +11,6 @@ is checked against its Content-MD5 when it has one (Azure stores it for a blob p
 
 import base64
 import threading
-import xml.etree.ElementTree as ET
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -22,12 +21,8 @@ from .azure_errors import azure_error
 from .azure_source import AzureLocation, describe
 from .checksums import StoreChecksum
 from .config import Config
-from .errors import TransientError, UsageError
-from .http_download import TRANSIENT_EXCEPTIONS
 from .progress import Progress, log
-from .retry import with_retries
-from .s3_download import MAX_LIST_PAGES, S3Object, check_layout, pull_from, relative_path
-from .sources import redact_url
+from .s3_download import MAX_LIST_PAGES, S3Object, check_layout, listing_page, pull_from, relative_path
 from .store import Staging
 
 LIST_PAGE = 5000  # the service's largest page
@@ -105,21 +100,7 @@ class AzureClient:
             if marker:
                 query += f"&marker={quote(marker, safe='')}"
             url = with_sas(f"{self.location.container_url()}?{query}", self.creds)
-
-            def attempt(url=url):
-                try:
-                    response = self.session.get(url, headers=self.headers(url), timeout=self.timeout)
-                except TRANSIENT_EXCEPTIONS as exc:
-                    raise TransientError(self.unreachable(exc)) from exc
-                if response.status_code != 200:
-                    raise self.error(response, what)
-                return response.content
-
-            body = with_retries(attempt, settings, progress_marker=lambda: 0, what=what)
-            try:
-                root = ET.fromstring(body)
-            except ET.ParseError:
-                raise UsageError(f"{redact_url(url)} did not answer a blob listing: check the endpoint") from None
+            root = listing_page(self, url, what, settings, "a blob listing: check the account and its endpoint")
             for blob in root.iter("Blob"):
                 name = blob.findtext("Name") or ""
                 folder = (blob.findtext("Metadata/hdi_isfolder") or "").lower() == "true"

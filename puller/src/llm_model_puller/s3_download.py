@@ -116,21 +116,7 @@ class S3Client:
             if token:
                 query += f"&continuation-token={quote(token, safe='-_.~')}"
             url = f"{self.location.bucket_url()}/?{query}"
-
-            def attempt(url=url):
-                try:
-                    response = self.session.get(url, headers=self.headers(url), timeout=self.timeout)
-                except TRANSIENT_EXCEPTIONS as exc:
-                    raise TransientError(unreachable(self.location, exc)) from exc
-                if response.status_code != 200:
-                    raise self.error(response, what)
-                return response.content
-
-            body = with_retries(attempt, settings, progress_marker=lambda: 0, what=what)
-            try:
-                root = ET.fromstring(body)
-            except ET.ParseError:
-                raise UsageError(f"{redact_url(url)} did not answer an S3 listing: check AWS_ENDPOINT_URL") from None
+            root = listing_page(self, url, what, settings, "an S3 listing: check AWS_ENDPOINT_URL")
             for item in root.iter(f"{S3_NS}Contents"):
                 key = item.findtext(f"{S3_NS}Key") or ""
                 if key.endswith("/"):
@@ -146,6 +132,26 @@ class S3Client:
                 break
         check_layout(found, what)
         return found
+
+
+def listing_page(client, url: str, what: str, settings, expected: str) -> ET.Element:
+    """One page of a store's listing, signed by the client, retried while the store is unreachable;
+    its XML root, or UsageError saying that url did not answer `expected`."""
+
+    def attempt():
+        try:
+            response = client.session.get(url, headers=client.headers(url), timeout=client.timeout)
+        except TRANSIENT_EXCEPTIONS as exc:
+            raise TransientError(client.unreachable(exc)) from exc
+        if response.status_code != 200:
+            raise client.error(response, what)
+        return response.content
+
+    body = with_retries(attempt, settings, progress_marker=lambda: 0, what=what)
+    try:
+        return ET.fromstring(body)
+    except ET.ParseError:
+        raise UsageError(f"{redact_url(url)} did not answer {expected}") from None
 
 
 def relative_path(prefix: str, key: str) -> str:

@@ -6,8 +6,8 @@ import copy
 import pytest
 from test_admission import SHA256, dry_run_create, rejection, with_source
 
-AZ_SHAPE = "spec.source.url of Azure Blob Storage must be az://<container>/<blob> or az://<container>/<prefix>/"
-BLOB_SHAPE = "spec.source.url of an Azure storage account must be https://<account>.blob.core.windows.net/<container>/<blob>"
+AZ_SHAPE = "spec.source.url of Azure Blob Storage must be az://CONTAINER/BLOB or az://CONTAINER/PREFIX/"
+BLOB_SHAPE = "spec.source.url of an Azure storage account must be https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB"
 
 INVALID = {
     "az without a blob": (with_source(url="az://models"), AZ_SHAPE),

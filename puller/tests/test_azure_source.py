@@ -52,6 +52,14 @@ def test_the_key_comes_before_a_sas_and_a_connection_string_before_both():
     assert (location.account, location.endpoint) == ("other02", "https://other02.blob.core.usgovcloudapi.net")
 
 
+def test_a_sas_connection_string_needs_no_account_name():
+    for endpoint, account in [("http://127.0.0.1:10000/acct01", "acct01"),
+                              ("https://acct01.privatelink.blob.core.windows.net", "acct01")]:
+        env = {"AZURE_STORAGE_CONNECTION_STRING": f"BlobEndpoint={endpoint};SharedAccessSignature=sv=1&sig=abc"}
+        location = azure_location("az://models/m.gguf", env)
+        assert (location.account, location.endpoint, location.creds.sas) == (account, endpoint, "sv=1&sig=abc")
+
+
 def test_the_https_form_names_the_account_and_its_query_is_a_sas():
     location = azure_location("https://acct01.blob.core.windows.net/models/dir/m%20x.gguf?sv=2022&sig=SIGNATURE", {})
     assert (location.account, location.container, location.key) == ("acct01", "models", "dir/m x.gguf")

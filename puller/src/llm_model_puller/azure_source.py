@@ -166,12 +166,16 @@ def credentials_from_env(env: Mapping[str, str]) -> tuple[str | None, str | None
 
 
 def _account_of(endpoint: str | None) -> str | None:
-    """The account of a blob endpoint: its host's first label, or (Azurite) its path's first segment."""
+    """The account of a blob endpoint: an account's blob host's first label, (Azurite) the path's first
+    segment, else (a custom domain, a private endpoint) the host's first label."""
     if not endpoint:
         return None
     parts = urlsplit(endpoint)
-    match = BLOB_HOST.match((parts.hostname or "").lower())
-    return match.group("account") if match else (parts.path.strip("/").split("/", 1)[0] or None)
+    host = (parts.hostname or "").lower()
+    match = BLOB_HOST.match(host)
+    if match:
+        return match.group("account")
+    return parts.path.strip("/").split("/", 1)[0] or host.split(".", 1)[0] or None
 
 
 def azure_location(url: str, env: Mapping[str, str]) -> AzureLocation:

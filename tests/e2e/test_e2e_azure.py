@@ -8,10 +8,10 @@ reads or in the operator's log."""
 from __future__ import annotations
 
 from azure_server import KEY, WRONG_KEY
-from e2e_helpers import (GROUP, MANAGER, MODEL_FILE, MODEL_FOLDER, OPERATOR_NAMESPACE, PLURAL, PRIVATE_BUCKET, VERSION, kubectl,
+from e2e_helpers import (GROUP, MANAGER, MODEL_FOLDER, OPERATOR_NAMESPACE, PLURAL, PRIVATE_BUCKET, VERSION, kubectl,
                          llmmodel)
 from test_e2e_lifecycle import Models, answer_of, namespace  # noqa: F401  (namespace: the module's fixture)
-from test_e2e_object_store import RETRY_ANNOTATION
+from test_e2e_object_store import RETRY_ANNOTATION, assert_folder_served_by_reference
 
 FOLDER_URL = f"az://{PRIVATE_BUCKET}/{MODEL_FOLDER}/"
 
@@ -42,12 +42,7 @@ def test_a_private_azure_folder_is_pulled_with_its_secret_and_serves(api, namesp
     models.wait_serving(name)
     print(f"\n{name} answered (a private Azure container's folder, Shared Key from its Secret): "
           f"{answer_of(models, name, served_name=name)!r}")
-    served = models.served_dir(name)
-    assert (served / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
-    assert (served / "licenses" / "LICENSE").read_bytes() == b"Apache-2.0\n"
-    env = models.batch.read_namespaced_job(f"{name}-pull", namespace).spec.template.spec.containers[0].env
-    azure = {e.name: e for e in env if e.name.startswith("AZURE_")}
-    assert azure and all(e.value is None and e.value_from.secret_key_ref.name == "azure-key" for e in azure.values()), azure
+    assert_folder_served_by_reference(models, name, "AZURE_", "azure-key")
     assert_no_key_shows(models)
     models.delete_purged(name)
 

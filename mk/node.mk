@@ -34,7 +34,7 @@ node-status: ## Say whether the real node runs (containerd, kube-proxy, volumes,
 #            image that restarts no server until asked. Stops the cluster at the end and checks, as
 #            node-test does, that nothing of the node is left.
 .PHONY: e2e-test
-e2e-test: venv cluster-tools node-tools chart-tools images images-previous model ## The e2e suite: operator image installed by its Helm chart, real pulls, SmolLM2 answering through its Service, upgrade and uninstall (real node).
+e2e-test: venv cluster-tools node-tools chart-tools images images-previous model azurite ## The e2e suite: operator image installed by its Helm chart, real pulls, SmolLM2 answering through its Service, upgrade and uninstall (real node).
 	@$(MAKE) --no-print-directory cluster-down
 	@mkdir -p $(dir $(NODE_HOST_RECORD))
 	$(PYTHON) tests/node/host_state.py > $(NODE_HOST_RECORD)

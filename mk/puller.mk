@@ -16,7 +16,7 @@ $(PULLER_VENV_STAMP): puller/requirements.lock puller/pyproject.toml
 	$(call component_venv,$(PULLER_VENV),puller)
 
 ##@ Model puller
-.PHONY: puller-venv puller-test bench-puller bench-pull versitygw fake-gcs-server
+.PHONY: puller-venv puller-test bench-puller bench-pull versitygw fake-gcs-server azurite
 puller-venv: $(PULLER_VENV_STAMP) ## Create .venv-puller: the puller image's lock, the puller, pytest.
 
 versitygw: ## Build bin/versitygw, the S3 server of the puller's tests and bench-pull (only if missing).
@@ -25,7 +25,20 @@ versitygw: ## Build bin/versitygw, the S3 server of the puller's tests and bench
 fake-gcs-server: ## Build bin/fake-gcs-server, the Cloud Storage JSON API server of the puller's gs:// tests (only if missing).
 	@$(PYTHON) hack/build_tools.py fake-gcs-server
 
-puller-test: puller-venv versitygw fake-gcs-server ## pytest of the model puller (real HTTP, S3 and Cloud Storage servers on 127.0.0.1, no internet).
+# Azurite, the Azure Blob Storage emulator of the az:// tests: the version hack/tools/azurite pins (its
+# package-lock.json), installed from npm into .cache/azurite when the lock changes. Node 20 and npm are
+# the machine's and CI's; Azurite runs with telemetry off (puller/tests/azure_server.py).
+AZURITE_DIR ?= .cache/azurite
+AZURITE_STAMP := $(AZURITE_DIR)/.installed
+$(AZURITE_STAMP): hack/tools/azurite/package.json hack/tools/azurite/package-lock.json
+	@mkdir -p $(AZURITE_DIR)
+	cp hack/tools/azurite/package.json hack/tools/azurite/package-lock.json $(AZURITE_DIR)/
+	cd $(AZURITE_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+azurite: $(AZURITE_STAMP) ## Install Azurite (pinned, npm) into .cache/azurite: the Blob service of the puller's az:// tests.
+
+puller-test: puller-venv versitygw fake-gcs-server azurite ## pytest of the model puller (real HTTP, S3, Cloud Storage and Azure Blob servers on 127.0.0.1, no internet).
 	$(PULLER_VENV)/bin/python -m pytest -q puller/tests
 
 bench-puller: puller-venv ## Peak RSS and throughput of the puller on a 200 MiB file from a local server.

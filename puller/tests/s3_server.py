@@ -34,6 +34,31 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_listening(process: subprocess.Popen, host: str, port: int, log: Path, seconds: float) -> None:
+    """Wait until a server process listens on host:port; stop it and raise with its log if it never does."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                stop(process)
+                raise RuntimeError(f"{Path(process.args[0]).name} did not start: {log.read_text()}") from None
+            time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen | None) -> None:
+    """Terminate a server process (kill it after 10 s) and reap it."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
 class S3Server:
     """versitygw on 127.0.0.1 (or `host`: the e2e suite binds the real node's bridge address, where its
     pods reach this machine) with a root and a reader account. Use as a context manager."""
@@ -90,18 +115,7 @@ class S3Server:
         log = open(self.workdir / "versitygw.log", "wb")  # noqa: SIM115 (closed with the process)
         self.process = subprocess.Popen([*command, "posix", str(self.data_dir)], env=env, stdout=log, stderr=log)
         log.close()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection((self.host, self.port), timeout=0.5).close()
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.__exit__()
-                    raise RuntimeError(
-                        "versitygw did not start: " + (self.workdir / "versitygw.log").read_text()
-                    ) from None
-                time.sleep(0.05)
+        wait_listening(self.process, self.host, self.port, self.workdir / "versitygw.log", 20)
         admin = [
             str(VERSITYGW),
             "admin",
@@ -130,13 +144,7 @@ class S3Server:
         return self
 
     def __exit__(self, *exc):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop(self.process)
 
     def request(self, method: str, path: str, data: bytes = b"", headers: dict | None = None) -> requests.Response:
         url = self.url + quote(path, safe="/~")

@@ -64,14 +64,19 @@ def direct_env(s3, dest, url: str, **extra: str) -> dict[str, str]:
     }
 
 
+def through_s3_proxy(proxy_url: str) -> dict[str, str]:
+    """What points the puller at a proxy in front of the store: here AWS_ENDPOINT_URL."""
+    return {"AWS_ENDPOINT_URL": proxy_url}
+
+
 @contextmanager
-def slow_pull(s3, env: dict[str, str], ready):
+def slow_pull(s3, env: dict[str, str], ready, via=through_s3_proxy):
     """A puller whose every connection goes through a 4 MiB/s proxy, yielded once ready() is true (at
-    most 30 s); the proxy goes when the block ends."""
+    most 30 s); the proxy goes when the block ends. via(proxy URL): the variables that point there."""
     with SlowProxy(s3.port, rate=4 * MiB) as proxy:
         pull = subprocess.Popen(
             [sys.executable, "-m", "llm_model_puller"],
-            env={**env, "AWS_ENDPOINT_URL": proxy.url},
+            env={**env, **via(proxy.url)},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -96,10 +101,10 @@ def run_direct(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def run_counted(s3, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, SlowProxy]:
+def run_counted(s3, env: dict[str, str], via=through_s3_proxy) -> tuple[subprocess.CompletedProcess, SlowProxy]:
     """A puller run whose every connection goes through a proxy that counts what the server sent."""
     with SlowProxy(s3.port, rate=0) as proxy:
-        return run_direct({**env, "AWS_ENDPOINT_URL": proxy.url}), proxy
+        return run_direct({**env, **via(proxy.url)}), proxy
 
 
 HEADERS_SLACK = 64 << 10  # response heads, a listing, a one-byte probe: what a resume may read besides bodies

@@ -130,11 +130,11 @@ INVALID = {
     ),
     "url with ftp scheme": (
         with_source(url="ftp://example.com/model.gguf"),
-        "spec.source.url must start with http://, https://, s3:// or gs://",
+        "spec.source.url must start with http://, https://, s3://, gs:// or az://",
     ),
     "url with file scheme": (
         with_source(url="file:///etc/passwd"),
-        "spec.source.url must start with http://, https://, s3:// or gs://",
+        "spec.source.url must start with http://, https://, s3://, gs:// or az://",
     ),
     "url with whitespace": (
         with_source(url="https://example.com/my model.gguf"),

@@ -21,6 +21,7 @@ from e2e_helpers import (CHART, GATED_REPO, GATED_TOKEN, HUB_REPO, IMG, KUBECONF
 from puller_servers import FakeHub, FileServer, HubRepo
 from gcs_server import FakeGcs, GoogleFront
 from s3_server import S3Server
+from azure_server import AzureServer
 from prometheus_operator_crds import fetch as fetch_prometheus_operator_crds
 
 
@@ -94,6 +95,18 @@ def gcs_store(tmp_path_factory):
         store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
         front.key = front.account("puller@e2e-project.iam.gserviceaccount.com")
         yield front
+
+
+@pytest.fixture(scope="session")
+def azure_store(tmp_path_factory):
+    """A private Azure storage account: Azurite (it checks Shared Key and SAS signatures) on the bridge
+    address, with the container PRIVATE_BUCKET (no public access) holding SmolLM2 in a model folder."""
+    with AzureServer(tmp_path_factory.mktemp("azure-store"), host=node.NODE_IP) as store:
+        store.create_container(PRIVATE_BUCKET)
+        store.put_file(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE)
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
+        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+        yield store
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,17 @@ def assert_no_key_shows(models):
         assert key.secret_key not in seen and key.access_key not in seen, "a key of the store shows"
 
 
+def assert_folder_served_by_reference(models, name, prefix, secret_name):
+    """The model folder is on the volume with its layout, and every credential variable (names starting
+    with prefix) of the pull came from secret_name by reference, none as a value."""
+    served = models.served_dir(name)
+    assert (served / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
+    assert (served / "licenses" / "LICENSE").read_bytes() == b"Apache-2.0\n"  # the folder's layout is kept
+    env = models.batch.read_namespaced_job(f"{name}-pull", models.namespace).spec.template.spec.containers[0].env
+    refs = {e.name: e for e in env if e.name.startswith(prefix)}
+    assert refs and all(e.value is None and e.value_from.secret_key_ref.name == secret_name for e in refs.values()), refs
+
+
 def test_a_private_folder_waits_for_its_secret_then_serves(api, namespace, operator, object_store):  # noqa: F811
     models = Models(api, namespace)
     name = "smollm-s3"
@@ -72,12 +83,7 @@ def test_a_private_folder_waits_for_its_secret_then_serves(api, namespace, opera
     models.core.create_namespaced_secret(namespace, secret("store-key", object_store, ROOT_KEY))
     models.wait_serving(name)
     print(f"\n{name} answered (a private bucket's folder, key pair from its Secret): {answer_of(models, name, served_name=name)!r}")
-    served = models.served_dir(name)
-    assert (served / MODEL_FILE.name).stat().st_size == MODEL_FILE.stat().st_size
-    assert (served / "licenses" / "LICENSE").read_bytes() == b"Apache-2.0\n"  # the folder's layout is kept
-    env = models.batch.read_namespaced_job(f"{name}-pull", namespace).spec.template.spec.containers[0].env
-    aws = {e.name: e for e in env if e.name.startswith("AWS_")}
-    assert aws and all(e.value is None and e.value_from.secret_key_ref.name == "store-key" for e in aws.values()), aws
+    assert_folder_served_by_reference(models, name, "AWS_", "store-key")
     assert_no_key_shows(models)
     models.delete_purged(name)
 

@@ -21,7 +21,7 @@ PIECES = st.sampled_from(["", "/", "?", "#", "@", ":", "//", "?#", "#?", "u:p@",
 
 
 @settings(max_examples=500, deadline=None)
-@given(scheme=st.sampled_from(["http://", "https://", "HTTPS://", "s3://", "gs://", "GS://", "file:", ""]),
+@given(scheme=st.sampled_from(["http://", "https://", "HTTPS://", "s3://", "gs://", "GS://", "az://", "file:", ""]),
        parts=st.lists(st.one_of(TEXT, PIECES), max_size=8))
 def test_the_role_and_the_puller_cut_every_url_alike(scheme, parts):
     url = scheme + "".join(parts)

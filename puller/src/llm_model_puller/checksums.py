@@ -3,8 +3,9 @@
 An S3 object may carry one x-amz-checksum-<algorithm> (base64), of the whole object when
 x-amz-checksum-type is FULL_OBJECT (a single PUT, or a multipart upload that asked for one); a
 COMPOSITE one (a checksum of the parts' checksums, "<value>-<N>") says nothing of the file without
-the upload's part boundaries and is not used. Of the algorithms, two are checked here with the
-standard library: SHA256 (hashlib) and CRC32 (zlib's, the ISO-HDLC polynomial S3 calls CRC32).
+the upload's part boundaries and is not used. An Azure blob may carry the MD5 of its whole content
+(Content-MD5, azure_source.py). Of the algorithms, three are checked here with the
+standard library: SHA256 and MD5 (hashlib) and CRC32 (zlib's, the ISO-HDLC polynomial S3 calls CRC32).
 CRC32 costs about a third of sha256's CPU and the CRCs of consecutive parts combine into the whole
 object's (crc32_combine), so the parts of one object are checked in parallel, each in the thread that
 receives it; a sha256 of one object can only be computed in order. CRC32C and CRC64NVME would need a
@@ -17,7 +18,8 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-ALGORITHMS = ("crc32", "sha256")  # what the puller can check, the cheaper first
+ALGORITHMS = ("crc32", "md5", "sha256")  # what the puller can check, the cheaper first
+IN_ORDER = frozenset({"md5", "sha256"})  # hashed in order by one thread; a CRC32 combines from parts
 CRC32_POLYNOMIAL = 0xEDB88320  # reflected
 
 
@@ -28,14 +30,15 @@ class StoreChecksum:
 
     @property
     def header(self) -> str:
-        return f"x-amz-checksum-{self.algorithm}"
+        """Where the store gave it: Azure's Content-MD5, S3's x-amz-checksum-<algorithm>."""
+        return "Content-MD5" if self.algorithm == "md5" else f"x-amz-checksum-{self.algorithm}"
 
 
 def store_checksum(headers: Mapping[str, str]) -> StoreChecksum | None:
     """The whole object's checksum in a response's headers, if it is one the puller can check."""
     if headers.get("x-amz-checksum-type", "FULL_OBJECT").upper() != "FULL_OBJECT":
         return None
-    for algorithm in ALGORITHMS:
+    for algorithm in ("crc32", "sha256"):
         value = headers.get(f"x-amz-checksum-{algorithm}")
         if value and "-" not in value:
             try:
@@ -62,14 +65,15 @@ class Crc32:
 
 def algorithms(checksum: StoreChecksum | None, wants_sha256: bool) -> list[str]:
     """What to hash an object with: the store's checksum, and sha256 when MODEL_SHA256 asks for it or
-    when the store gives nothing (the record then still holds a hash of the file)."""
+    when the store gives nothing the record can pin (nothing, or an MD5: the record holds a sha256)."""
     if checksum is None:
         return ["sha256"]
+    wants_sha256 = wants_sha256 or checksum.algorithm == "md5"
     return sorted({checksum.algorithm} | ({"sha256"} if wants_sha256 else set()), key=ALGORITHMS.index)
 
 
 def hasher(algorithm: str):
-    return Crc32() if algorithm == "crc32" else hashlib.sha256()
+    return Crc32() if algorithm == "crc32" else hashlib.new(algorithm)
 
 
 def _times(matrix: list[int], vector: int) -> int:

@@ -23,7 +23,7 @@ llm-model-puller: download LLM weights into MODEL_DEST (configured by environmen
 
   MODEL_DEST      destination directory (default /model-weights)
   HF_REPO         Hugging Face repo id owner/name          } exactly one
-  MODEL_URL       one file: http(s)://, s3:// or gs:// URL }
+  MODEL_URL       one file: http(s)://, s3://, gs:// or az:// URL }
   HF_REVISION     branch, tag or commit (default main; HF_REPO only)
   HF_TOKEN        Hugging Face token (optional)
   HF_ENDPOINT     Hub mirror (optional)
@@ -123,6 +123,10 @@ def pull_locked(cfg: Config, shown: str) -> int:
             from .gcs_download import pull_gcs
 
             names, details = pull_gcs(cfg, staging, progress)
+        elif cfg.azure is not None:
+            from .azure_download import pull_azure
+
+            names, details = pull_azure(cfg, staging, progress)
         else:
             details = pull_url(cfg, staging, progress)
             names = [cfg.file_name]

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .azure_source import SECRET_VARIABLES as AZURE_SECRET_VARIABLES
+from .azure_source import AzureLocation, azure_location, is_azure_url
 from .errors import UsageError
 from .gcs_source import GcsLocation, gcs_location, reads_json_api
 from .s3_source import S3Location, prefix_label, s3_location
@@ -47,6 +49,7 @@ class Config:
     sha256: str | None = None
     s3: S3Location | None = None  # an s3:// source: signed requests, one object or a prefix (s3_download)
     gcs: GcsLocation | None = None  # a gs:// source read through the JSON API (gcs_download)
+    azure: AzureLocation | None = None  # an az:// or blob https source: Shared Key or SAS (azure_download)
     settings: Settings = Settings()
     # The volume's root when MODEL_DEST is one revision directory in it (WEIGHTS_ROOT/revisions/<id>),
     # and the revisions the operator keeps there besides MODEL_DEST (store.prune_revisions).
@@ -61,6 +64,7 @@ SECRET_VARIABLES = (
     "AWS_SESSION_TOKEN",
     "AWS_ACCESS_KEY_ID",
     "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    *AZURE_SECRET_VARIABLES,
 )
 # Variables whose URL may carry credentials in its user info or query string.
 URL_VARIABLES = ("MODEL_URL", "HF_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "STORAGE_EMULATOR_HOST")
@@ -174,16 +178,18 @@ def config_from_env(env: Mapping[str, str]) -> Config:
     scheme = urlsplit(url).scheme.lower()
     if scheme not in URL_SCHEMES:
         raise UsageError(f"MODEL_URL scheme must be one of {', '.join(URL_SCHEMES)}, got {scheme or 'none'!r}")
+    azure = azure_location(url, env) if is_azure_url(url) else None
     gcs = gcs_location(url, env) if scheme == "gs" and reads_json_api(env) else None
-    s3 = s3_location(url, env) if scheme in KEY_SCHEMES and gcs is None else None
-    store = s3 or gcs
+    s3 = s3_location(url, env) if scheme in KEY_SCHEMES and not azure and gcs is None else None
+    store = s3 or gcs or azure
     if store and store.is_prefix and sha256:
         raise UsageError("MODEL_SHA256 goes with one object; the objects of a prefix are checked against the store's checksums")
     if not store:
         _check_http_url("MODEL_URL", url)
     try:
-        fetch_url = s3.object_url(s3.key) if s3 else url
-        file_name = prefix_label(store) if store and store.is_prefix else file_name_for_url(url)
+        fetch_url = s3.object_url(s3.key) if s3 else azure.object_url(azure.key) if azure else url
+        label = azure.label if azure else prefix_label(store) if store else None
+        file_name = label if store and store.is_prefix else file_name_for_url(url)
     except ValueError as exc:
         raise UsageError(f"MODEL_URL: {exc}") from None
     return Config(
@@ -195,6 +201,7 @@ def config_from_env(env: Mapping[str, str]) -> Config:
         sha256=sha256.lower() if sha256 else None,
         s3=s3,
         gcs=gcs,
+        azure=azure,
         hf_token=_get(env, "HF_TOKEN"),
         hf_endpoint=endpoint,
         settings=settings,

@@ -92,17 +92,23 @@ class Download:
             log.info("resuming %s at %s", path.name, human_bytes(self.size))
 
     def attempt(self) -> None:
-        headers = dict(self.headers)
+        resume = {}
         if self.size:
-            headers["Range"] = f"bytes={self.size}-"
+            resume["Range"] = f"bytes={self.size}-"
             if self.validator:
-                headers["If-Range"] = self.validator
+                resume["If-Range"] = self.validator
+        headers = self.request_headers(resume)
         try:
             with self.session.get(self.url, headers=headers, stream=True, timeout=self.timeout) as response:
                 if self._accept(response):
                     self._receive(response)
         except TRANSIENT_EXCEPTIONS as exc:
             raise TransientError(self._describe(exc)) from exc
+
+    def request_headers(self, resume: dict) -> dict:
+        """The headers of one attempt: the download's own and the resume's (Range, If-Range). A store
+        that signs its requests (s3_download, azure_download) signs them here, afresh each attempt."""
+        return {**self.headers, **resume}
 
     def _accept(self, response: requests.Response) -> bool:
         """Check the status; return False when there is nothing left to receive."""

@@ -8,6 +8,9 @@ ETag is still the listing's. Each object is checked against the store's full-obj
 the store gives one it can check (x-amz-checksum-crc32 or -sha256, checksums.py), a single object
 also against MODEL_SHA256. The sha256 of an object is computed when something asks for it (the store's
 checksum, MODEL_SHA256) or when there is nothing else to record; a CRC32 alone is cheaper to check.
+
+The pull itself (pull_from: one object by parts or whole, a prefix's objects, their records) is the
+store's client's to sign and name: S3Client here, azure_download.AzureClient for az:// the same way.
 """
 
 import hashlib
@@ -50,8 +53,15 @@ class S3Object:
     etag: str | None
 
 
+# Headers of a request that are sent unsigned: a resume's, the same for every signature scheme.
+UNSIGNED = frozenset({"range", "if-range"})
+
+
 class S3Client:
     """Signed requests to one bucket."""
+
+    kind = "s3"  # the manifest's kind: "s3" for one object, "s3-prefix" for a folder
+    checksum_request = {"x-amz-checksum-mode": "ENABLED"}  # what asks a GET or HEAD for the checksum
 
     def __init__(self, location: S3Location, creds: Credentials | None, timeout: float):
         self.location = location
@@ -59,6 +69,29 @@ class S3Client:
         self.timeout = timeout
         self.session = requests.Session()
         self._local = threading.local()
+
+    def what(self, key: str) -> str:
+        """How an object is named in log lines and errors."""
+        return f"s3://{self.location.bucket}/{key}"
+
+    def object_url(self, key: str) -> str:
+        return self.location.object_url(key)
+
+    def error(self, response: requests.Response, what: str) -> Exception:
+        signed = self.creds is not None
+        return s3_error(
+            response.status_code, response.headers, response.content, what, self.location.region, signed=signed
+        )
+
+    @staticmethod
+    def store_checksum(headers) -> StoreChecksum | None:
+        return store_checksum(headers)
+
+    def unreachable(self, exc: Exception) -> str:
+        return unreachable(self.location, exc)
+
+    def nothing_under(self) -> str:
+        return f"no object under {self.location.uri}: check the prefix (keys are case-sensitive) and the bucket"
 
     def session_for_thread(self) -> requests.Session:
         """A Session per thread: requests does not promise that one Session is safe across threads."""
@@ -69,8 +102,10 @@ class S3Client:
 
     def headers(self, url: str, extra: dict | None = None, method: str = "GET") -> dict:
         extra = dict(extra or {})
-        signed = sign(method, url, self.creds, self.location.region, extra) if self.creds else extra
-        return {**signed, "User-Agent": f"llm-model-puller/{__version__}", "Accept-Encoding": "identity"}
+        unsigned = {name: value for name, value in extra.items() if name.lower() in UNSIGNED}
+        to_sign = {name: value for name, value in extra.items() if name.lower() not in UNSIGNED}
+        signed = sign(method, url, self.creds, self.location.region, to_sign) if self.creds else to_sign
+        return {**signed, **unsigned, "User-Agent": f"llm-model-puller/{__version__}", "Accept-Encoding": "identity"}
 
     def list_prefix(self, settings) -> list[S3Object]:
         """Every object under the prefix (directory markers left out), each with its path below it."""
@@ -81,28 +116,7 @@ class S3Client:
             if token:
                 query += f"&continuation-token={quote(token, safe='-_.~')}"
             url = f"{self.location.bucket_url()}/?{query}"
-
-            def attempt(url=url):
-                try:
-                    response = self.session.get(url, headers=self.headers(url), timeout=self.timeout)
-                except TRANSIENT_EXCEPTIONS as exc:
-                    raise TransientError(unreachable(self.location, exc)) from exc
-                if response.status_code != 200:
-                    raise s3_error(
-                        response.status_code,
-                        response.headers,
-                        response.content,
-                        what,
-                        self.location.region,
-                        signed=self.creds is not None,
-                    )
-                return response.content
-
-            body = with_retries(attempt, settings, progress_marker=lambda: 0, what=what)
-            try:
-                root = ET.fromstring(body)
-            except ET.ParseError:
-                raise UsageError(f"{redact_url(url)} did not answer an S3 listing: check AWS_ENDPOINT_URL") from None
+            root = listing_page(self, url, what, settings, "an S3 listing: check AWS_ENDPOINT_URL")
             for item in root.iter(f"{S3_NS}Contents"):
                 key = item.findtext(f"{S3_NS}Key") or ""
                 if key.endswith("/"):
@@ -118,6 +132,26 @@ class S3Client:
                 break
         check_layout(found, what)
         return found
+
+
+def listing_page(client, url: str, what: str, settings, expected: str) -> ET.Element:
+    """One page of a store's listing, signed by the client, retried while the store is unreachable;
+    its XML root, or UsageError saying that url did not answer `expected`."""
+
+    def attempt():
+        try:
+            response = client.session.get(url, headers=client.headers(url), timeout=client.timeout)
+        except TRANSIENT_EXCEPTIONS as exc:
+            raise TransientError(client.unreachable(exc)) from exc
+        if response.status_code != 200:
+            raise client.error(response, what)
+        return response.content
+
+    body = with_retries(attempt, settings, progress_marker=lambda: 0, what=what)
+    try:
+        return ET.fromstring(body)
+    except ET.ParseError:
+        raise UsageError(f"{redact_url(url)} did not answer {expected}") from None
 
 
 def relative_path(prefix: str, key: str) -> str:
@@ -147,33 +181,32 @@ def unreachable(location: S3Location, exc: Exception) -> str:
     return f"the store at {host} does not answer ({type(exc).__name__}): {hint}"
 
 
-class S3ObjectDownload(Download):
-    """A Download whose every attempt is signed afresh and whose errors are read as S3 errors."""
+class ObjectDownload(Download):
+    """A Download whose every attempt is signed afresh by the store's client, whose errors are read as
+    the store's errors."""
 
-    def __init__(
-        self, client: S3Client, key: str, path: Path, state_file: Path, progress, timeout: float, wants_sha256: bool
-    ):
-        url = client.location.object_url(key)
+    def __init__(self, client, key: str, path: Path, state_file: Path, progress, timeout: float, wants_sha256: bool):
+        url = client.object_url(key)
         self.checksum_file = state_file.with_suffix(".checksum")
         self.checksum = self._read_checksum() if path.exists() and path.stat().st_size else None
         self.wants_sha256 = wants_sha256  # MODEL_SHA256 is to be checked
         super().__init__(url, path, state_file, headers={}, auth_hint="", timeout=timeout, progress=progress)
         self.client = client
-        self.what = f"s3://{client.location.bucket}/{key}"
+        self.what = client.what(key)
         self.shown_url = self.what
 
-    def attempt(self) -> None:
-        self.headers = self.client.headers(self.url, {"x-amz-checksum-mode": "ENABLED"})
-        super().attempt()
+    def request_headers(self, resume: dict) -> dict:
+        return self.client.headers(self.url, {**self.client.checksum_request, **resume})
 
     def _accept(self, response: requests.Response) -> bool:
+        if response.status_code == 412:  # a store that resumes by If-Match (Azure): the object changed
+            log.warning("%s changed since the partial download; restarting from zero", self.what)
+            self._restart(None)
+            raise TransientError(f"HTTP 412 for {self.what}: the object changed; restarting from zero")
         if response.status_code >= 300 and response.status_code != 416:
-            location, signed = self.client.location, self.client.creds is not None
-            raise s3_error(
-                response.status_code, response.headers, response.content, self.what, location.region, signed=signed
-            )
+            raise self.client.error(response, self.what)
         if response.status_code == 200:  # before the hasher is chosen (Download._restart)
-            self.checksum = store_checksum(response.headers)
+            self.checksum = self.client.store_checksum(response.headers)
             saved = {"algorithm": self.checksum.algorithm, "hex": self.checksum.hex} if self.checksum else {}
             write_atomically(self.checksum_file, json.dumps(saved))
         return super()._accept(response)
@@ -190,7 +223,7 @@ class S3ObjectDownload(Download):
 
     def _describe(self, exc: Exception) -> str:
         if isinstance(exc, requests.exceptions.ConnectionError):
-            return unreachable(self.client.location, exc)
+            return self.client.unreachable(exc)
         return super()._describe(exc)
 
     def verify(self, expected_sha256: str | None) -> dict[str, str]:
@@ -243,7 +276,12 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
     timeout = cfg.settings.timeout_seconds
     creds = resolve_credentials(os.environ, location.region, timeout)
     log.info("%s from %s, region %s, %s", location.uri, location.endpoint or "AWS S3", location.region, describe(creds))
-    client = S3Client(location, creds, timeout)
+    return pull_from(S3Client(location, creds, timeout), cfg, staging, progress)
+
+
+def pull_from(client, cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str], dict]:
+    """Download the object or prefix at client.location into staging; (top-level names, manifest details)."""
+    location, timeout = client.location, cfg.settings.timeout_seconds
     (staging.root / STATE_DIR).mkdir(parents=True, exist_ok=True)
     if not location.is_prefix:
         key, path = location.key, staging.files / cfg.file_name
@@ -260,21 +298,19 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
                 state_file.with_suffix(".parts").unlink(missing_ok=True)
                 raise ChecksumError(problem)
         else:
-            download = S3ObjectDownload(client, key, path, state_file, progress, timeout, bool(cfg.sha256))
+            download = ObjectDownload(client, key, path, state_file, progress, timeout, bool(cfg.sha256))
             with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
             digests, checksum, etag = download.verify(cfg.sha256), download.checksum, download.validator
         verified = "verified" if cfg.sha256 or checksum else "(no MODEL_SHA256 or store checksum to compare with)"
         log.info("%s %s", described(digests), verified)
-        details = {"kind": "s3", **digests, "objects": [{"key": key, "etag": etag, **digests}]}
+        details = {"kind": client.kind, **digests, "objects": [{"key": key, "etag": etag, **digests}]}
         if cfg.fetch_url != cfg.url:
             details["fetched_from"] = redact_url(cfg.fetch_url)
         return [cfg.file_name], details
 
     objects = client.list_prefix(cfg.settings)
     if not objects:
-        raise NotFoundError(
-            f"no object under {location.uri}: check the prefix (keys are case-sensitive) and the bucket"
-        )
+        raise NotFoundError(client.nothing_under())
     records = pull_objects(
         objects,
         staging,
@@ -285,7 +321,7 @@ def pull_s3(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[str
     )
     listing = "".join(f"{listed(r)}  {r['path']}\n" for r in sorted(records, key=lambda r: r["path"]))
     details = {
-        "kind": "s3-prefix",
+        "kind": f"{client.kind}-prefix",
         "sha256": hashlib.sha256(listing.encode()).hexdigest(),  # of the sha256sum-style list of every object
         "objects": sorted(records, key=lambda r: r["path"]),
     }
@@ -346,7 +382,7 @@ def pull_object(client: S3Client, obj: S3Object, staging: Staging, progress: Sha
     state_file, done_file = state_paths(staging, obj.key)
     path = staging.files / obj.path
     path.parent.mkdir(parents=True, exist_ok=True)
-    download = S3ObjectDownload(client, obj.key, path, state_file, progress, cfg.settings.timeout_seconds, False)
+    download = ObjectDownload(client, obj.key, path, state_file, progress, cfg.settings.timeout_seconds, False)
     with_retries(download.attempt, cfg.settings, progress_marker=lambda: download.size, what=download.what)
     digests = download.verify(None)
     record = {

@@ -1,13 +1,16 @@
-"""One large S3 object in ranged parts fetched in parallel, as s5cmd and boto3's transfer manager do.
+"""One large object in ranged parts fetched in parallel, as s5cmd and boto3's transfer manager do.
+
+The store is a client (s3_download.S3Client, azure_download.AzureClient) that names an object
+(object_url, what), signs a request's headers (headers), reads an error answer (error) and a checksum
+(store_checksum, checksum_request).
 
 The file is preallocated (sparse) to the object's size and each part written at its offset; a record
 in the staging area lists the finished parts, so a killed pod's next run fetches only the others.
 Every part is asked with If-Match: <ETag>, so an object replaced mid-pull is noticed (412) and started
-again. One thread hashes the file in order behind the finished parts: the sha256 is ready when the
-last part lands, without a second pass over the weights.
+again. One thread hashes the file in order behind the finished parts: the sha256 (and an MD5 to
+check) is ready when the last part lands, without a second pass over the weights.
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -16,12 +19,11 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from .body import chunks, hash_range, write_at
-from .checksums import Crc32, Crc32Shift, StoreChecksum, algorithms, store_checksum
+from .checksums import IN_ORDER, Crc32, Crc32Shift, Digests, StoreChecksum, algorithms
 from .errors import DiskFullError, PullerError, TransientError
 from .http_download import CONTENT_RANGE, TRANSIENT_EXCEPTIONS
 from .progress import Progress, human_bytes, log
 from .retry import with_retries
-from .s3_errors import s3_error
 from .store import write_atomically
 
 MAX_RESTARTS = 3  # an object replaced again and again while it is read
@@ -55,13 +57,14 @@ class Probe:
 
     def __init__(self, client, key: str, part_size: int, settings):
         self.client, self.key, self.part_size = client, key, part_size
-        self.what = f"s3://{client.location.bucket}/{key}"
-        self.url = client.location.object_url(key)
+        self.what = client.what(key)
+        self.url = client.object_url(key)
         self.size = self.etag = None
+        self.seen_checksum: StoreChecksum | None = None  # one a ranged GET carries (Azure's blob MD5)
         with_retries(self._attempt, settings, progress_marker=lambda: 0, what=self.what)
 
     def _attempt(self) -> None:
-        headers = {**self.client.headers(self.url), "Range": "bytes=0-0"}
+        headers = self.client.headers(self.url, {"Range": "bytes=0-0"})
         try:
             with self.client.session.get(
                 self.url, headers=headers, stream=True, timeout=self.client.timeout
@@ -69,18 +72,11 @@ class Probe:
                 if response.status_code == 416:
                     return  # an empty object has no first byte: fetched whole, as a small one
                 if response.status_code >= 300:
-                    location, signed = self.client.location, self.client.creds is not None
-                    raise s3_error(
-                        response.status_code,
-                        response.headers,
-                        response.content,
-                        self.what,
-                        location.region,
-                        signed=signed,
-                    )
+                    raise self.client.error(response, self.what)
                 match = CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
                 if response.status_code == 206 and match and match.group(3) != "*":
                     self.size, self.etag = int(match.group(3)), response.headers.get("ETag")
+                    self.seen_checksum = self.client.store_checksum(response.headers)
                 if response.status_code == 206:
                     response.content  # the one byte, read so that the connection is kept (a 200 closes it)
         except TRANSIENT_EXCEPTIONS as exc:
@@ -92,9 +88,11 @@ class Probe:
         return self.size is not None and self.etag is not None and self.size > 2 * self.part_size
 
     def checksum(self) -> StoreChecksum | None:
-        """The store's full-object checksum (a ranged GET carries none): a HEAD, asked only after the GET
-        succeeded, so its bodiless errors need no reading. None when there is none or no answer."""
-        extra = {"x-amz-checksum-mode": "ENABLED", "If-Match": self.etag}  # the probed version's, or 412
+        """The store's full-object checksum (an S3 ranged GET carries none): a HEAD, asked only after the
+        GET succeeded, so its bodiless errors need no reading. None when there is none or no answer."""
+        if self.seen_checksum is not None:
+            return self.seen_checksum
+        extra = {**self.client.checksum_request, "If-Match": self.etag}  # the probed version's, or 412
         headers = self.client.headers(self.url, extra, method="HEAD")
         try:
             response = self.client.session.head(self.url, headers=headers, timeout=self.client.timeout)
@@ -106,12 +104,12 @@ class Probe:
         if response.status_code != 200:
             log.warning("%s: no checksum to compare with (HEAD: HTTP %d)", self.what, response.status_code)
             return None
-        return store_checksum(response.headers)
+        return self.client.store_checksum(response.headers)
 
 
 class PartedDownload:
-    """The parts of one object into path; run() gives the digests asked for: the sha256 (computed in
-    order by one thread reading the parts back) and the CRC32 (each part's in its own thread, combined)."""
+    """The parts of one object into path; run() gives the digests asked for: the sha256 and MD5 (computed
+    in order by one thread reading the parts back) and the CRC32 (each part's in its own thread, combined)."""
 
     def __init__(self, client, probe: Probe, path: Path, state_file: Path, progress, settings, wants_sha256: bool):
         self.client, self.probe, self.path, self.state_file = client, probe, path, state_file
@@ -171,11 +169,11 @@ class PartedDownload:
         (self.progress.rebase if self.began else self.progress.begin)(have, size)
         self.began = True
         self.failed, self.hashed = False, 0
-        hasher = hashlib.sha256()
+        hasher = Digests(sorted(self.algorithms & IN_ORDER))
         hashing = threading.Thread(target=self._hash, args=(hasher,), name="s3-hash", daemon=True)
         fd = os.open(self.path, os.O_RDWR)
         try:
-            if "sha256" in self.algorithms:
+            if self.algorithms & IN_ORDER:
                 hashing.start()
             if "crc32" in self.algorithms:
                 self._crc_of_old_parts(fd)
@@ -198,10 +196,10 @@ class PartedDownload:
             if hashing.is_alive():
                 hashing.join()
         digests = {}
-        if "sha256" in self.algorithms:
+        if self.algorithms & IN_ORDER:
             if self.hashed != self.count:
-                raise PullerError(f"{self.path.name}: the sha256 covers {self.hashed} of {self.count} parts")
-            digests["sha256"] = hasher.hexdigest()
+                raise PullerError(f"{self.path.name}: the hash covers {self.hashed} of {self.count} parts")
+            digests.update(hasher.digests())
         if "crc32" in self.algorithms:
             shift, crc, last = Crc32Shift(self.part_size), 0, self.count - 1
             for index in range(last):
@@ -253,11 +251,8 @@ class PartedDownload:
             if self.failed:
                 return
             first = start + written[0]
-            headers = {
-                **self.client.headers(self.probe.url),
-                "Range": f"bytes={first}-{start + length - 1}",
-                "If-Match": self.probe.etag,
-            }
+            ranged = {"Range": f"bytes={first}-{start + length - 1}", "If-Match": self.probe.etag}
+            headers = self.client.headers(self.probe.url, ranged)
             try:
                 with self.client.session_for_thread().get(
                     self.probe.url, headers=headers, stream=True, timeout=self.client.timeout
@@ -265,15 +260,7 @@ class PartedDownload:
                     if response.status_code == 412:
                         raise ObjectChangedError()
                     if response.status_code != 206:
-                        location, signed = self.client.location, self.client.creds is not None
-                        error = s3_error(
-                            response.status_code,
-                            response.headers,
-                            response.content,
-                            self.probe.what,
-                            location.region,
-                            signed=signed,
-                        )
+                        error = self.client.error(response, self.probe.what)
                         raise (
                             error
                             if response.status_code >= 300

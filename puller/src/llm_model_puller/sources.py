@@ -5,8 +5,8 @@ from urllib.parse import quote, unquote, unquote_plus, urlsplit
 
 from requests.utils import requote_uri
 
-URL_SCHEMES = ("http", "https", "s3", "gs")
-KEY_SCHEMES = ("s3", "gs")  # everything after the bucket is a raw object key, '#' and '?' included
+URL_SCHEMES = ("http", "https", "s3", "gs", "az")
+KEY_SCHEMES = ("s3", "gs", "az")  # everything after the bucket (container) is a raw object key, '#' and '?' included
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 REDACTED_QUERY = "?<redacted>"
 QUERY_DIGEST_LENGTH = 16
@@ -18,7 +18,7 @@ MIN_SECRET_LENGTH = 4
 def file_name_for_url(url: str) -> str:
     """The file name the weights get in MODEL_DEST: the last segment of the URL's path."""
     parts = urlsplit(url)
-    if parts.scheme.lower() in ("s3", "gs"):
+    if parts.scheme.lower() in KEY_SCHEMES:
         path = url.split("://", 1)[1][len(parts.netloc) :]
     else:
         path = unquote(parts.path)

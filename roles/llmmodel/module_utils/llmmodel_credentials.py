@@ -4,7 +4,7 @@
 The Secret's keys are the variables each source's own tools read, so one Secret serves the puller and
 those tools alike: ``HF_TOKEN`` for the Hugging Face Hub (and a Hub ``/resolve/`` URL); for an s3://
 source, and a gs:// one through the S3 interoperability API (HMAC keys), the variables of the AWS SDKs
-and CLI (``aws s3 cp`` reads the same Secret).
+and CLI (``aws s3 cp`` reads the same Secret); for an az:// one, Azure's (llmmodel_azure.py).
 
 Each variable is a ``secretKeyRef`` (never a value the Job holds), not an ``envFrom`` of the whole
 Secret: only the names the puller reads enter the pod (a Secret shared with other tools may hold
@@ -18,6 +18,7 @@ go unsigned into a 403). The key pair is required; a session token, the region a
 
 from __future__ import annotations
 
+from ansible.module_utils.llmmodel_azure import AZURE_KEYS, uses_azure_keys
 from ansible.module_utils.llmmodel_gcs_key import gcs_key_env
 
 # The schemes whose credentials are the AWS SDKs' variables (gs://: HMAC keys, S3 interoperability).
@@ -47,6 +48,8 @@ def credentials_keys(source):
     source = source or {}
     if not source.get("credentialsSecret"):
         return []
+    if uses_azure_keys(source):  # a choice of keys, each optional (module_utils/llmmodel_azure.py)
+        return [(key, True) for key in AZURE_KEYS]
     if uses_aws_keys(source):
         either = str(source.get("url")).lower().startswith("gs://")  # HMAC keys, or a key file instead
         return [(key, either) for key in AWS_KEY_PAIR] + [(key, True) for key in AWS_OPTIONAL]

@@ -31,7 +31,9 @@ PullStartupTimeout, PullContainerCreatingTooLong, PullUnschedulable, PullEvicted
                             CreateContainerConfigError because the    (the message says how); the
                             Secret of the HF_TOKEN, AWS key pair or   operator never reads Secrets
                             MODEL_URL secretKeyRef, or its key, is
-                            missing
+                            missing; or a failed az:// pull found
+                            none of the Secret's Azure keys
+                            (module_utils/llmmodel_azure.py)
   PullPodCreationFailed     a running Job without pods whose newest   as PodCreationFailed, for the pull
                             FailedCreate event says why (events read) pod
   VolumeNotBound            a pull pod the scheduler holds because    the claim's storage (the role says
@@ -50,6 +52,7 @@ import re
 from datetime import datetime, timezone
 
 from ansible.module_utils.llmmodel_advice import api_words, refusal_advice, short
+from ansible.module_utils.llmmodel_azure import credentials_problem as azure_credentials_problem
 from ansible.module_utils.llmmodel_credentials import PLACEHOLDERS
 from ansible.module_utils.llmmodel_events import events_of, field_selector, parse_time
 from ansible.module_utils.llmmodel_pod_diagnosis import (
@@ -254,7 +257,7 @@ def diagnose_pull(job, pods, now=None, events=None, grace_seconds=CREATING_GRACE
             "message": "the pull Job %s ran longer than its deadline%s and was stopped; a bigger model or a slower "
             "source needs more time" % ((job.get("metadata") or {}).get("name", "?"), " of %ss" % deadline if deadline else ""),
         }
-    credentials = _credentials_problem(job, pods)
+    credentials = _credentials_problem(job, pods) or (azure_credentials_problem(job, pods) if failed else None)
     if credentials:
         return credentials
     if not pods and not failed and job:

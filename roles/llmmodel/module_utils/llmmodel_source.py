@@ -33,7 +33,7 @@ QUERY_DIGEST_MARKER = "query-sha256="
 QUERY_DIGEST_LENGTH = 16
 REDACTED_QUERY = "?<redacted>"
 # Schemes whose part after the bucket is a raw object key (the puller's reading of s3:// and gs://).
-KEY_SCHEMES = ("s3", "gs")
+KEY_SCHEMES = ("s3", "gs", "az")
 
 
 def split_url(url):

@@ -13,12 +13,17 @@ count read, as the router's.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from render_helpers import apply, case, model
-from unit_helpers import kubectl
+from unit_helpers import kubectl, load_library_module
 
 pytestmark = pytest.mark.cluster
+
+llmmodel_apply = load_library_module("llmmodel_apply")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 ROUTER_WAKE = {"minReplicas": 0, "maxReplicas": 1}
 IN_FLIGHT = {"minReplicas": 0, "maxReplicas": 4, "targetInFlightRequests": 8}
@@ -131,3 +136,32 @@ def test_switching_between_fixed_and_autoscaled_replicas(reconcile, scale, deplo
     # Fixed again: the spec's count is set, over the scaler's.
     assert reconcile({"replicas": 2}, deployment())["Deployment"] == "patched"
     assert deployment()["spec"]["replicas"] == 2
+
+
+def test_a_bound_planned_from_a_stale_read_is_refused_and_planned_again(reconcile, scale, deployment, kubeconfig, namespace):
+    """The apply reads through ansible-operator's cache, which may not have seen a scaler's last write:
+    a count brought into the range from that read is written only over the object as read, so the API
+    server refuses it (409) and the apply reads again, finds the scaler's count in the range and sends
+    nothing. Here the first read returns the Deployment as it was before the scaler's write."""
+    reconcile({"autoscaling": HPA}, {})
+    scale(2, 5)
+    stale = deployment()  # 5: above the range the user narrows to 2-3 below
+    scale(5, 2)  # the scaler's write the cache has not seen
+    after_write = deployment()
+    connection = {"kubeconfig": kubeconfig, "context": None, "host": None, "api_key": None, "validate_certs": None}
+    params = {"field_manager": "llm-operator", "owner": None, "adopt": {}, "kept_kinds": [], "when_served": [],
+              "scaled": [{"kind": "Deployment", "name": "m", "minReplicas": 2, "maxReplicas": 3}]}
+    applier = llmmodel_apply.Applier(llmmodel_apply.build_client(connection), params, check_mode=False)
+    reads = []
+
+    def read_through_a_late_cache(resource, name, ns):
+        reads.append(name)
+        return stale if len(reads) == 1 else llmmodel_apply.Applier.read(applier, resource, name, ns)
+
+    applier.read = read_through_a_late_cache
+    manifest = json.loads(after_write["metadata"]["annotations"][LAST_APPLIED])
+
+    assert applier.apply(manifest) == ("unchanged", None)
+    assert len(reads) == 2
+    live = deployment()
+    assert live["spec"]["replicas"] == 2 and unwritten(after_write, live)

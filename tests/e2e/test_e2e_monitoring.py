@@ -200,9 +200,10 @@ def test_every_dashboard_query_returns_data_for_the_served_model(monitored):
     time.sleep(4)  # two more scrapes, so a rate over the window sees the increase
     variables = {"namespace": monitored.namespace, "model": SERVED, "__rate_interval": "1m"}
     empty = []
-    # The Router row reads the router's metrics; this suite's Prometheus scrapes no router yet (the
-    # request above goes to the model's Service). Its names are checked against what the router
-    # renders (tests/monitoring/test_dashboard.py) and its values by the router's tests.
+    # The Router row is checked over a real router's metrics by test_e2e_scale_to_zero.py: two of its
+    # queries (the queue's wait and its waiting requests) have series only once a request waited for a
+    # replica, which a request for this served model never does; there the first request after zero
+    # waits for the wake.
     for title, expr in [(title, expr) for title, expr in dashboard_queries() if not title.startswith("Router")]:
         result = monitored.prometheus.query(substitute(expr, variables))
         if not result:

@@ -1,19 +1,25 @@
 """Scale to zero and back on the real node (issue 26): SmolLM2 with `minReplicas: 0` serves, goes
 `Idle` at zero after its idle period, answers its first request through the router with no error
-(the router holds it while it wakes the model), and goes back to zero after its idle period.
+(the router holds it while it wakes the model), and goes back to zero after its idle period; woken
+again, it answers again. A real Prometheus scrapes the router meanwhile, and every panel of the
+dashboard's Router row returns the model's series with real values (the row's queue panels need a
+request that waited: a served model's never does, which is why the row is checked here and not in
+test_e2e_monitoring.py).
 
 The router is the one the chart installs (Service llm-operator-router, two replicas on the real node,
 their activity Leases in the operator's namespace): the request goes to the Service, the metrics are
-summed over both replicas' admin ports. With LLM_E2E_LOCAL_OPERATOR=1 (an operator already running
+summed over both replicas' admin ports, and Prometheus scrapes them as the chart's router PodMonitor
+says. With LLM_E2E_LOCAL_OPERATOR=1 (an operator already running
 from this checkout, `make operator-start`, to try a change of the role without building its image)
 there is no installed router: one runs on this machine (`--kube` with the cluster's kubeconfig) and
-reaches the server pod on the real node's bridge.
+reaches the server pod on the real node's bridge; Prometheus scrapes its admin port on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import socket
 import subprocess
@@ -23,8 +29,13 @@ import time
 import uuid
 
 import pytest
-from e2e_helpers import MODEL_FILE, OPERATOR_NAMESPACE, REPO, kubectl, llmmodel, node, wait_until
+from e2e_helpers import KUBECONFIG, MODEL_FILE, OPERATOR_NAMESPACE, REPO, kubectl, llmmodel, node, wait_until
+from e2e_prometheus import pod_monitor_jobs
 from kubernetes import client
+
+sys.path.insert(0, str(REPO / "tests" / "monitoring"))
+from monitoring_processes import Prometheus  # noqa: E402
+from monitoring_rules import dashboard_queries, substitute  # noqa: E402
 
 NAME = "smollm2-zero"
 IDLE_SECONDS = 30
@@ -54,19 +65,21 @@ def free_port() -> int:
 
 
 class Router:
-    """Where the test sends requests (host, port) and where it reads the router's metrics (the
-    admin address of each router process: their series are summed)."""
+    """Where the test sends requests (host, port), where it reads the router's metrics (the admin
+    address of each router process: their series are summed), the address of one process's own
+    port (``serving``, by its admin host), and how Prometheus scrapes them (``scrape_configs``)."""
 
-    def __init__(self, host: str, port: int, admins):
-        self.host, self.port, self.admins = host, port, admins
+    def __init__(self, host: str, port: int, admins, serving, scrape_configs: list[dict]):
+        self.host, self.port, self.admins, self.serving, self.scrape_configs = host, port, admins, serving, scrape_configs
 
     def get(self, path: str) -> tuple[int, str]:
         return get(self.host, self.port, path)
 
-    def metric(self, series: str) -> float:
-        """The sum over the router processes of one series, e.g. 'llm_router_cold_starts_total{model="a/b"}'."""
+    def metric(self, series: str, admins=None) -> float:
+        """The sum over the router processes (or those of ``admins``) of one series, e.g.
+        'llm_router_cold_starts_total{model="a/b"}'."""
         total = 0.0
-        for host, port in self.admins():
+        for host, port in admins or self.admins():
             for line in get(host, port, "/metrics")[1].splitlines():
                 if line.startswith(series + " "):
                     total += float(line.rsplit(" ", 1)[1])
@@ -94,7 +107,11 @@ def installed_router(api) -> Router:
 
     wait_until("the installed router's two replicas ready", lambda: len(admins()) == 2, 120,
                lambda: kubectl("get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide", check=False).stdout)
-    return Router(service.spec.cluster_ip, ROUTER_PORT, admins)
+    monitors = [m for m in json.loads(kubectl("get", "podmonitors", "-n", OPERATOR_NAMESPACE, "-o", "json").stdout)["items"]
+                if m["spec"]["selector"].get("matchLabels", {}).get("app.kubernetes.io/component") == "router"]
+    assert len(monitors) == 1, "the chart (monitoring.enabled) did not install the router's PodMonitor"
+    return Router(service.spec.cluster_ip, ROUTER_PORT, admins, lambda host: (host, ROUTER_PORT),
+                  pod_monitor_jobs(monitors[0], KUBECONFIG))
 
 
 def local_router(namespace, tmp_path):
@@ -111,12 +128,21 @@ def local_router(namespace, tmp_path):
     try:
         wait_until("the router's routing table", lambda: get("127.0.0.1", admin, "/readyz")[0] == 200, 60,
                    lambda: (tmp_path / "router.log").read_text()[-2000:])
-        yield Router("127.0.0.1", port, lambda: [("127.0.0.1", admin)])
+        yield Router("127.0.0.1", port, lambda: [("127.0.0.1", admin)], lambda host: ("127.0.0.1", port),
+                     [{"job_name": "router", "static_configs": [{"targets": [f"127.0.0.1:{admin}"]}]}])
     finally:
         process.terminate()
         process.wait(30)
         log.close()
         sys.stdout.write((tmp_path / "router.log").read_text()[-3000:])
+
+
+@pytest.fixture
+def prometheus(router):
+    """A real Prometheus on this machine scraping the router processes every 2 s."""
+    config = {"global": {"scrape_interval": "2s", "evaluation_interval": "2s"}, "scrape_configs": router.scrape_configs}
+    with Prometheus(config) as server:
+        yield server
 
 
 def get(host: str, port: int, path: str) -> tuple[int, str]:
@@ -152,13 +178,38 @@ def wait_idle(namespace: str, timeout: float) -> dict:
     return status
 
 
+def ask(host: str, port: int, namespace: str) -> tuple[int, dict]:
+    """A chat request for the model through the router at (host, port): its status and reply."""
+    connection = http.client.HTTPConnection(host, port, timeout=600)
+    connection.request("POST", "/v1/chat/completions", body=json.dumps({
+        "model": f"{namespace}/{NAME}", "messages": [{"role": "user", "content": "What is the capital of France?"}],
+        "max_tokens": 16, "temperature": 0}), headers={"content-type": "application/json"})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def scraped(prometheus, series: str, value: float) -> bool:
+    """Whether Prometheus' last scrape of the routers sums ``series`` to ``value``."""
+    result = prometheus.query(f"sum({series})")
+    return len(result) == 1 and result[0]["value"] == value
+
+
+def router_row(prometheus, namespace: str) -> dict[str, list[float]]:
+    """Every query of the dashboard's Router row: the values of the model's series, per panel and query."""
+    values = {}
+    for index, (title, expr) in enumerate((t, e) for t, e in dashboard_queries() if t.startswith("Router")):
+        result = prometheus.query(substitute(expr, {"__rate_interval": "1m"}))
+        values[f"{index} {title}: {expr}"] = [item["value"] for item in result if item["metric"].get("model") == f"{namespace}/{NAME}"]
+    return values
+
+
 def idle_listed(router: Router, namespace: str) -> bool:
     status, body = router.get("/v1/models")
     return status == 200 and any(m["id"] == f"{namespace}/{NAME}" and m["status"]["phase"] == "Idle"
                                  for m in json.loads(body)["data"])
 
 
-def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespace, model_server, model_sha256, router):
+def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespace, model_server, model_sha256, router, prometheus):
     path = f"/models/{MODEL_FILE.name}"
     body = llmmodel(NAME, {"url": model_server.url + path, "sha256": model_sha256}, None, purge=True)
     body["spec"]["serve"]["autoscaling"] = {"minReplicas": 0, "maxReplicas": 1, "idleSeconds": IDLE_SECONDS}
@@ -174,27 +225,42 @@ def test_a_model_at_zero_answers_its_first_request_and_goes_back_to_zero(namespa
     assert [(m["id"], m["status"]["phase"]) for m in listed if m["id"].startswith(namespace + "/")] == [(f"{namespace}/{NAME}", "Idle")]
 
     started = time.monotonic()
-    connection = http.client.HTTPConnection(router.host, router.port, timeout=600)
-    connection.request("POST", "/v1/chat/completions", body=json.dumps({
-        "model": f"{namespace}/{NAME}", "messages": [{"role": "user", "content": "What is the capital of France?"}],
-        "max_tokens": 16, "temperature": 0}), headers={"content-type": "application/json"})
-    response = connection.getresponse()
-    reply = json.loads(response.read())
+    status, reply = ask(router.host, router.port, namespace)
     woken_in = time.monotonic() - started
-    assert response.status == 200, reply
+    assert status == 200, reply
     assert reply["choices"][0]["message"]["content"].strip(), reply
     print(f"\nfirst request after zero answered in {woken_in:.1f}s")
     model = f'model="{namespace}/{NAME}"'
     assert router.metric(f"llm_router_cold_starts_total{{{model}}}") == 1
     assert router.metric(f'llm_router_requests_total{{{model},code="200"}}') == 1
-    # One wake, but not always one write: a reconcile of the operator that read the replicas before
-    # the router's write can apply the old count over it (as over an HPA's), and the router, still
-    # holding the request, wakes the model again 10 s later (a known race, issue 26: the operator
-    # should take the live count at the moment it applies). The router's own tests hold it to exactly
-    # one write for a burst of 50 (router/tests/test_scale_to_zero.py).
-    ups = router.metric(f'llm_router_scale_events_total{{{model},direction="up"}}')
-    print(f"scale-up writes for the wake: {ups:g}")
-    assert ups >= 1
+    # One wake, one write: the operator leaves the count to the router, even one written while a
+    # reconcile ran (docs/design.md, "Exactly one writer of the replicas").
+    assert router.metric(f'llm_router_scale_events_total{{{model},direction="up"}}') == 1
+
+    # The router process that woke it answers once more, after Prometheus has scraped the first
+    # answer, so that the Router row's rates see its counters grow (a series seen once has no rate).
+    (woke,) = [admin for admin in router.admins() if router.metric(f"llm_router_cold_starts_total{{{model}}}", [admin]) == 1]
+    requests = f'llm_router_requests_total{{{model},code="200"}}'
+    wait_until("Prometheus to scrape the first answer", lambda: scraped(prometheus, requests, 1), 60)
+    assert ask(*router.serving(woke[0]), namespace)[0] == 200
 
     wait_idle(namespace, IDLE_SECONDS + 90)
-    assert router.metric(f'llm_router_scale_events_total{{{model},direction="down"}}') >= 2
+    assert router.metric(f'llm_router_scale_events_total{{{model},direction="down"}}') == 2
+
+    # Woken again, through the same router process: one more cold start, one more write.
+    status, reply = ask(*router.serving(woke[0]), namespace)
+    assert status == 200, reply
+    assert router.metric(f"llm_router_cold_starts_total{{{model}}}") == 2
+    assert router.metric(f'llm_router_scale_events_total{{{model},direction="up"}}') == 2
+
+    # The dashboard's Router row over the router's real metrics: every query has the model's series;
+    # the rates and latencies are positive (each counter grew inside the window), the gauges are 0.
+    wait_until("Prometheus to scrape the third answer", lambda: scraped(prometheus, requests, 3), 60)
+    time.sleep(4)  # two more scrapes
+    row = router_row(prometheus, namespace)
+    for query, values in row.items():
+        print(f"  {query}: {values}")
+    assert all(len(values) >= 1 and all(math.isfinite(v) for v in values) for values in row.values()), row
+    gauges = {query for query in row if "in_flight_requests" in query or "queue_waiting_requests" in query}
+    assert len(gauges) == 2 and all(row[query] == [0.0] for query in gauges), row
+    assert all(v > 0 for query in set(row) - gauges for v in row[query]), row

@@ -16,6 +16,7 @@ from unit_helpers import REPO, ROLE, VENV_BIN
 from ansible.module_utils import llmmodel_revisions, llmmodel_source  # noqa: E402  (unit_helpers puts the role's module_utils there)
 
 RENDER_PLAYBOOK = REPO / "tests" / "unit" / "render" / "render.yml"
+APPLY_PLAYBOOK = REPO / "tests" / "unit" / "render" / "apply.yml"
 SOURCE_ANNOTATION = "inference.ai.example.com/weights-source"
 REVISION_ANNOTATION = "inference.ai.example.com/weights-revision"
 KEEP_ANNOTATION = "inference.ai.example.com/weights-keep"
@@ -128,6 +129,19 @@ def render(cases: dict, tmp_path, envvars=None) -> dict:
             rendered[result.pop("case")] = result
     assert set(rendered) == set(cases)
     return rendered
+
+
+def apply(cases: dict, tmp_path, kubeconfig) -> dict:
+    """{case name: what llmmodel_apply answered} for each case, rendered as ``render`` does and applied
+    by the role's apply.yml to the API server of ``kubeconfig``, in the order of ``cases``."""
+    runner = run_cases(APPLY_PLAYBOOK, cases, tmp_path, envvars={"K8S_AUTH_KUBECONFIG": kubeconfig})
+    applied = {}
+    for event in runner.events:
+        data = event.get("event_data", {})
+        if event["event"] == "runner_on_ok" and data.get("task") == "Show what the apply did":
+            applied[data["res"]["msg"]["case"]] = data["res"]["msg"]["applied"]
+    assert set(applied) == set(cases)
+    return applied
 
 
 def server_container(rendered):

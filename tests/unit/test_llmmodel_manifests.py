@@ -244,3 +244,40 @@ def test_a_pvc_size_written_another_way_is_no_change():
     live["spec"].update(volumeMode="Filesystem", storageClassName="standard")
     assert manifests.plan(pvc, live) == ("unchanged", None)
     assert manifests.three_way_patch(None, pvc, live) == {}
+
+
+def test_a_scaled_count_is_set_on_create_and_then_left_to_the_scaler():
+    """The count a scaler (HPA, router) wrote after the render, in or out of the record, is neither
+    written back nor removed; nothing is sent."""
+    action, created = manifests.plan(DEPLOYMENT, None, bounds=(0, 4))
+    assert action == "create" and created["spec"]["replicas"] == 1
+    live = deployment_as_returned(DEPLOYMENT, {"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"},
+                                  {"cpu": "1500m", "memory": "512Mi"})
+    for count in (0, 1, 4):
+        live["spec"]["replicas"] = count
+        assert manifests.plan(DEPLOYMENT, live, bounds=(0, 4)) == ("unchanged", None)
+    # Without a scaler the rendered count is enforced, as any field.
+    assert manifests.plan(DEPLOYMENT, live) == ("patch", {"spec": {"replicas": 1}})
+
+
+def test_a_scaled_count_out_of_its_range_is_brought_to_the_nearest_bound_over_the_count_read():
+    live = deployment_as_returned(DEPLOYMENT, {"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"},
+                                  {"cpu": "1500m", "memory": "512Mi"})
+    for count, brought in ((7, 5), (0, 2)):
+        live["spec"]["replicas"] = count
+        action, patch = manifests.plan(DEPLOYMENT, live, bounds=(2, 5))
+        assert action == "patch" and patch["spec"] == {"replicas": brought}
+        assert patch["metadata"]["resourceVersion"] == "9"  # over the count read, never over a later one
+
+
+def test_a_scaled_object_changed_otherwise_is_patched_without_its_count_or_a_precondition():
+    changed = copy.deepcopy(DEPLOYMENT)
+    changed["metadata"]["labels"] = {"tier": "x"}
+    live = deployment_as_returned(DEPLOYMENT, {"cpu": "1", "memory": "512Mi", "nvidia.com/gpu": "1"},
+                                  {"cpu": "1500m", "memory": "512Mi"})
+    live["spec"]["replicas"] = 3
+    action, patch = manifests.plan(changed, live, bounds=(0, 4))
+    assert action == "patch" and "spec" not in patch and "resourceVersion" not in patch["metadata"]
+    assert patch["metadata"]["labels"] == {"tier": "x"}
+    # The record says what was applied: no count, so a switch to fixed replicas later sets it.
+    assert "replicas" not in json.loads(patch["metadata"]["annotations"][manifests.LAST_APPLIED])["spec"]

@@ -59,10 +59,6 @@ CASES = {
         model(runtime="vllm", autoscaling={"maxReplicas": 5, "metric": {"name": "vllm:num_requests_waiting", "averageValue": "5"}}),
         deployment={"metadata": {"name": "m"}, "spec": {"replicas": 4}},
     ),
-    "autoscaling above max": case(
-        model(runtime="vllm", autoscaling={"minReplicas": 2, "maxReplicas": 5}),
-        deployment={"metadata": {"name": "m"}, "spec": {"replicas": 9}},
-    ),
     "to zero new": case(model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1})),
     "to zero idle": case(
         model(runtime="vllm", autoscaling={"minReplicas": 0, "maxReplicas": 1, "idleSeconds": 120}),
@@ -299,17 +295,19 @@ def test_autoscaling_creates_an_hpa_and_starts_at_its_minimum(rendered):
     assert status["replicas"] is None and status["autoscaling"] == "HPA m, 2-5 replicas"
 
 
-def test_autoscaling_keeps_the_replicas_the_hpa_set(rendered):
+def test_autoscaling_leaves_the_live_count_to_the_hpa(rendered):
+    """The count the HPA set is not rendered back: the Deployment's count is the one it is created
+    with, and the apply is told the HPA's range (its keeping of the live count, read when it applies:
+    tests/unit/test_llmmodel_replicas_cluster.py)."""
     result = rendered["autoscaling live"]
-    assert result["objects"]["Deployment"]["spec"]["replicas"] == 4
+    assert result["objects"]["Deployment"]["spec"]["replicas"] == 1
+    assert result["server"]["scaled"] == [{"kind": "Deployment", "name": "m", "minReplicas": 1, "maxReplicas": 5}]
+    assert rendered["autoscaling new"]["server"]["scaled"] == [{"kind": "Deployment", "name": "m", "minReplicas": 2, "maxReplicas": 5}]
+    assert rendered["custom with replicas"]["server"]["scaled"] == []
     assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["metrics"] == [
         {"type": "Pods", "pods": {"metric": {"name": "vllm:num_requests_waiting"}, "target": {"type": "AverageValue", "averageValue": "5"}}}
     ]
     assert result["objects"]["HorizontalPodAutoscaler"]["spec"]["minReplicas"] == 1
-
-
-def test_autoscaling_brings_the_kept_count_into_its_range(rendered):
-    assert rendered["autoscaling above max"]["objects"]["Deployment"]["spec"]["replicas"] == 5
 
 
 def test_scale_to_zero_has_no_hpa_and_a_new_deployment_starts_with_one_replica(rendered):
@@ -323,10 +321,11 @@ def test_scale_to_zero_has_no_hpa_and_a_new_deployment_starts_with_one_replica(r
     assert server["autoscaling"].startswith("router: scaled to zero after 300 s")
 
 
-def test_the_role_keeps_the_count_the_router_set(rendered):
-    """Zero stays zero and one stays one: the role never writes over the router's scale."""
-    assert rendered["to zero idle"]["objects"]["Deployment"]["spec"]["replicas"] == 0
-    assert rendered["to zero woken"]["objects"]["Deployment"]["spec"]["replicas"] == 1
+def test_the_role_leaves_the_count_to_the_router(rendered):
+    """Zero or one, the count the router set is not rendered back: the apply is told the router's range."""
+    for name in ("to zero idle", "to zero woken"):
+        assert rendered[name]["objects"]["Deployment"]["spec"]["replicas"] == 1  # a new Deployment's
+        assert rendered[name]["server"]["scaled"] == [{"kind": "Deployment", "name": "m", "minReplicas": 0, "maxReplicas": 1}]
 
 
 def test_a_model_at_zero_is_idle_not_serving_nor_degraded(rendered):
@@ -343,7 +342,7 @@ def test_a_model_at_zero_is_idle_not_serving_nor_degraded(rendered):
 def test_in_flight_scaling_is_the_routers_with_its_defaults(rendered):
     result = rendered["in flight"]
     assert "HorizontalPodAutoscaler" not in result["objects"]
-    assert result["objects"]["Deployment"]["spec"]["replicas"] == 3  # the router's count, kept
+    assert result["server"]["scaled"] == [{"kind": "Deployment", "name": "m", "minReplicas": 0, "maxReplicas": 4}]
     server = result["state"]["status"]["server"]
     assert server["inFlightScaling"] == {"targetPerReplica": 8, "minReplicas": 0, "maxReplicas": 4,
                                          "scaleUpStabilizationSeconds": 0, "scaleDownStabilizationSeconds": 300}

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import time
+
 DOCUMENTATION = r"""
 ---
 module: llmmodel_apply
@@ -72,6 +74,18 @@ options:
         for that name (the kept weights volume).
     type: dict
     default: {}
+  scaled:
+    description:
+      - Objects whose C(spec.replicas) a scaler writes (an HPA, the router), each with C(kind), C(name),
+        C(minReplicas) and C(maxReplicas). The manifest's count is the one an object is created with;
+        afterwards the count is the scaler's alone, neither set nor removed (whatever the applied record
+        says), so a count the scaler wrote after the manifest was rendered stands. Only a live count
+        outside C(minReplicas)-C(maxReplicas) is written, brought to the nearest bound, and only over
+        the object as read (its C(resourceVersion)); when a scaler wrote in between, the object is read
+        again and planned anew.
+    type: list
+    elements: dict
+    default: []
   kept_kinds:
     description:
       - Kinds that must outlive the owner. The owner reference ansible-operator's proxy adds on
@@ -126,7 +140,7 @@ from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client, 
 from ansible.module_utils.llmmodel_discovery import forget
 from ansible.module_utils.llmmodel_kube import (MERGE_PATCH, ApiError, ConflictError, ForbiddenError, NotFoundError,
                                                 ResourceNotFoundError)
-from ansible.module_utils.llmmodel_manifests import plan, three_way_patch, with_record
+from ansible.module_utils.llmmodel_manifests import left_to_scaler, plan, three_way_patch, with_record
 from ansible.module_utils.llmmodel_module import ModuleFailure, module_main
 from ansible.module_utils.llmmodel_ownership import conflict, owned, stamped, without_owner_reference
 
@@ -135,6 +149,10 @@ DONE = {"create": "created", "patch": "patched", "unchanged": "unchanged", "conf
 # An optional kind's object the API server refuses as invalid (an older CRD's schema, a webhook) is
 # reported with the server's message; the model's own objects do not depend on it.
 INVALID = 422
+# A write of a scaled object's count made over a scaler's newer write (409) is planned again from a new
+# read, this many times in all; the proxy's cache catches up with the scaler's write in between.
+SCALED_ATTEMPTS = 3
+SCALED_RETRY_SECONDS = 0.5
 
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
@@ -143,6 +161,7 @@ ARGUMENT_SPEC = {
     "field_manager": {"type": "str", "default": "llm-operator"},
     "owner": {"type": "dict"},
     "adopt": {"type": "dict", "default": {}},
+    "scaled": {"type": "list", "elements": "dict", "default": []},
     "kept_kinds": {"type": "list", "elements": "str", "default": []},
     **CONNECTION_SPEC,
 }
@@ -167,6 +186,8 @@ class Applier:
         self.owner = params["owner"] or None
         self.adopt = params["adopt"] or {}
         self.kept = set(params["kept_kinds"] or [])
+        self.scaled = {(item["kind"], item["name"]): (int(item["minReplicas"]), int(item["maxReplicas"]))
+                       for item in params["scaled"] or []}
         self.optional = frozenset((kind.get("apiVersion"), kind.get("kind")) for kind in params["when_served"] or [])
         self.check_mode = check_mode
 
@@ -203,22 +224,37 @@ class Applier:
         elif not namespace:
             raise ModuleFailure("%s %s: metadata.namespace is required" % (kind, name))
         manifest = stamped(manifest, self.owner)
-        live = self.read(resource, name, namespace)
-        found = self.foreign(kind, live)
-        if found:
-            return "conflict", found
-        action, body = plan(manifest, live)
+        attempt = 0
+        while True:
+            attempt += 1
+            live = self.read(resource, name, namespace)
+            found = self.foreign(kind, live)
+            if found:
+                return "conflict", found
+            action, body = self.plan(kind, manifest, live)
+            if self.check_mode or action == "unchanged":
+                return action, body
+            try:
+                return self.send(resource, kind, manifest, action, body, namespace)
+            except ConflictError:
+                # A scaled count written over a scaler's newer write: read the object again.
+                if attempt == SCALED_ATTEMPTS or "resourceVersion" not in (body.get("metadata") or {}):
+                    raise
+                time.sleep(SCALED_RETRY_SECONDS * attempt)
+            except ApiError as exc:
+                if (api_version, kind) in self.optional and exc.status == INVALID:
+                    return "rejected", {"message": exc.summary()}
+                raise
+
+    def plan(self, kind, manifest, live):
+        """(action, body) for ``manifest`` over ``live`` (module_utils/llmmodel_manifests.py), releasing a
+        kept object found owned (created before, or a create below was cut short)."""
+        bounds = self.scaled.get((kind, manifest["metadata"]["name"]))
+        action, body = plan(manifest, live, bounds)
         release = without_owner_reference(live, self.owner) if kind in self.kept and live else None
-        if release is not None:  # a kept object found owned (created before, or the create below was cut short)
+        if release is not None:
             action, body = "patch", dict(body or {}, metadata=dict((body or {}).get("metadata") or {}, ownerReferences=release))
-        if self.check_mode or action == "unchanged":
-            return action, body
-        try:
-            return self.send(resource, kind, manifest, action, body, namespace)
-        except ApiError as exc:
-            if (api_version, kind) in self.optional and exc.status == INVALID:
-                return "rejected", {"message": exc.summary()}
-            raise
+        return action, body
 
     def send(self, resource, kind, manifest, action, body, namespace):
         """Create or patch (the plan of ``apply``), recovering from a stale cache. Returns (action, body)."""
@@ -243,7 +279,8 @@ class Applier:
             found = self.foreign(kind, live)
             if found:
                 return "conflict", found
-            action, body = "patch", three_way_patch(None, with_record(manifest), live)
+            bounds = self.scaled.get((kind, name))
+            action, body = "patch", three_way_patch(None, with_record(left_to_scaler(manifest, live, bounds) if bounds and live else manifest), live)
             self.patch(resource, body, name, namespace)
         except NotFoundError:
             if action != "patch":

@@ -17,6 +17,12 @@ A resource quantity is compared by value where the API types say a field is one 
 the API server returns ``cpu: 1`` as ``"1"`` and ``0.5Gi`` as ``"512Mi"``, which are no change.
 Anywhere else a string stays a string: ``"1.0"`` and ``"1"`` in an env value, a label or an annotation
 are different values, and the path decides, never the look of the text.
+
+An object whose ``spec.replicas`` a scaler writes (the HPA, the router; ``bounds`` of ``plan``) is
+created with the rendered count; afterwards the count is the scaler's alone: the apply neither sets it
+nor removes it (whatever the record says), and writes it only when the live count is outside the
+scaler's range, brought to the nearest bound, on the condition that the object is still the one read
+(``metadata.resourceVersion``: a scaler's write in between wins, and the caller reads again).
 """
 
 from __future__ import annotations
@@ -115,13 +121,40 @@ def with_record(manifest):
     return recorded
 
 
-def plan(manifest, live):
-    """("create", body), ("patch", merge patch) or ("unchanged", None) for one rendered manifest."""
+def _without_replicas(obj):
+    """``obj`` (a manifest or a record) without ``spec.replicas``; None stays None."""
+    if not isinstance(obj, dict) or "replicas" not in (obj.get("spec") or {}):
+        return obj
+    spec = {key: value for key, value in obj["spec"].items() if key != "replicas"}
+    return dict(obj, spec=spec)
+
+
+def left_to_scaler(manifest, live, bounds):
+    """``manifest`` for a live object whose ``spec.replicas`` a scaler writes within ``bounds``
+    (minimum, maximum): without the count while the live one is within them, else with the live count
+    brought to the nearest bound (a change of the range, or a switch from fixed replicas)."""
+    wanted = _without_replicas(manifest)
+    current = (live.get("spec") or {}).get("replicas")
+    least, most = bounds
+    if isinstance(current, int) and not least <= current <= most:
+        wanted = dict(wanted, spec=dict(wanted.get("spec") or {}, replicas=min(max(current, least), most)))
+    return wanted
+
+
+def plan(manifest, live, bounds=None):
+    """("create", body), ("patch", merge patch) or ("unchanged", None) for one rendered manifest.
+    ``bounds``: (minimum, maximum) of a scaler that writes the object's ``spec.replicas``
+    (``left_to_scaler``); a patch that writes the count then carries the live resourceVersion."""
     if not live:
         return "create", with_record(manifest)
     last = last_applied(live)
+    if bounds is not None:
+        manifest, last = left_to_scaler(manifest, live, bounds), _without_replicas(last)
     if last is not None and _json_equal(last, manifest) and contains(live, manifest):
         return "unchanged", None
     # The record annotation is part of what is wanted, so it changes exactly when the manifest does.
     patch = three_way_patch(with_record(last) if last is not None else None, with_record(manifest), live)
+    if bounds is not None and "replicas" in (patch.get("spec") or {}):
+        # Written over the count read, never over a scaler's later one (a 409 instead).
+        patch.setdefault("metadata", {})["resourceVersion"] = live["metadata"]["resourceVersion"]
     return ("patch", patch) if patch else ("unchanged", None)

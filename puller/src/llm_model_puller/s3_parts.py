@@ -23,6 +23,7 @@ from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .s3_errors import s3_error
 from .store import write_atomically
+from .writeback import WriteBehind
 
 MAX_RESTARTS = 3  # an object replaced again and again while it is read
 PART_BUFFER = 4 << 20  # per part thread and for the hashing thread: larger reads, fewer trips through Python
@@ -124,8 +125,10 @@ class PartedDownload:
         self.began = False
         self.part_size = probe.part_size
         self.count = -(-probe.size // self.part_size)
-        self.done: set[int] = set()
+        self.done: set[int] = set()  # parts on disk and in the record
+        self.written: set[int] = set()  # parts written, not yet synced and recorded
         self.lock = threading.Condition()
+        self.syncing = threading.Lock()  # one fdatasync at a time (see _record)
         self.failed = False
         self.hashed = 0  # parts the hashing thread has read
 
@@ -143,7 +146,7 @@ class PartedDownload:
         self.checksum = self.probe.checksum()
         self.algorithms = frozenset(algorithms(self.checksum, self.wants_sha256))
         size = self.probe.size
-        self.done = self._resumable_parts()
+        self.done, self.written = self._resumable_parts(), set()
         self.crcs = {i: c for i, c in self.crcs.items() if i in self.done}
         have = sum(self._length(i) for i in self.done)
         if not self.done:
@@ -279,14 +282,17 @@ class PartedDownload:
                             if response.status_code >= 300
                             else TransientError(f"HTTP {response.status_code} to a range")
                         )
+                    behind = WriteBehind(fd, start + written[0])
                     for chunk in chunks(response, length - written[0], PART_BUFFER):
                         if "crc32" in self.algorithms:
                             crc.update(chunk)
                         write_at(fd, chunk, start + written[0])
                         written[0] += len(chunk)
+                        behind.wrote(start + written[0])
                         self.progress.add(len(chunk))
                         if self.failed:
                             return
+                    behind.finish()
             except TRANSIENT_EXCEPTIONS as exc:
                 raise TransientError(f"{type(exc).__name__} in part {index} of {self.probe.what}") from exc
             if written[0] < length:
@@ -297,9 +303,25 @@ class PartedDownload:
             return
         with self.lock:
             self.crcs[index] = crc.value
-            self.done.add(index)
-            self._save()
-            self.lock.notify_all()
+            self.written.add(index)
+        self._record(fd)
+
+    def _record(self, fd: int) -> None:
+        """Record the parts written so far as done once their bytes are on disk: one fdatasync for every
+        part written before it began (a group commit: a thread that waited for another's finds its part
+        already recorded). The record never lists a part a node crash could still take back, whose
+        recorded CRC32 would then vouch for zeros."""
+        with self.syncing:
+            with self.lock:
+                covered = set(self.written)
+            if not covered:
+                return
+            os.fdatasync(fd)  # little to write: each part thread waited for its own bytes (WriteBehind)
+            with self.lock:
+                self.written -= covered
+                self.done |= covered
+                self._save()
+                self.lock.notify_all()
 
     def _hash(self, hasher) -> None:
         """Hash the parts in order as they finish (reading them back from the page cache)."""

@@ -128,7 +128,8 @@ class PartedDownload:
         self.done: set[int] = set()  # parts on disk and in the record
         self.written: set[int] = set()  # parts written, not yet synced and recorded
         self.lock = threading.Condition()
-        self.syncing = threading.Lock()  # one fdatasync at a time (see _record)
+        self.settling = False  # every part is written: the recording thread records what is left and ends
+        self.record_error: OSError | None = None  # the recording thread's fdatasync failed
         self.failed = False
         self.hashed = 0  # parts the hashing thread has read
 
@@ -173,15 +174,17 @@ class PartedDownload:
         )
         (self.progress.rebase if self.began else self.progress.begin)(have, size)
         self.began = True
-        self.failed, self.hashed = False, 0
+        self.failed, self.hashed, self.settling, self.record_error = False, 0, False, None
         hasher = hashlib.sha256()
         hashing = threading.Thread(target=self._hash, args=(hasher,), name="s3-hash", daemon=True)
         fd = os.open(self.path, os.O_RDWR)
+        recording = threading.Thread(target=self._record, args=(fd,), name="s3-record", daemon=True)
         try:
             if "sha256" in self.algorithms:
                 hashing.start()
             if "crc32" in self.algorithms:
                 self._crc_of_old_parts(fd)
+            recording.start()
             with ThreadPoolExecutor(max_workers=self.settings.s3_max_workers, thread_name_prefix="s3-part") as pool:
                 futures = [pool.submit(self._part, fd, i) for i in range(self.count) if i not in self.done]
                 finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
@@ -190,13 +193,22 @@ class PartedDownload:
                     for future in futures:
                         future.cancel()
                     raise errors[0]
+            with self.lock:
+                self.settling = True
+                self.lock.notify_all()
+            recording.join()
+            if self.record_error:
+                raise self.record_error
             os.fsync(fd)
+            self._settle(set(self.written))
         except BaseException:
             with self.lock:
                 self.failed = True
                 self.lock.notify_all()
             raise
         finally:
+            if recording.is_alive():
+                recording.join()
             os.close(fd)
             if hashing.is_alive():
                 hashing.join()
@@ -239,6 +251,9 @@ class PartedDownload:
         return set()
 
     def _save(self) -> None:
+        write_atomically(self.state_file, self._state())
+
+    def _state(self) -> str:
         state = {
             "etag": self.probe.etag,
             "size": self.probe.size,
@@ -246,7 +261,7 @@ class PartedDownload:
             "done": sorted(self.done),
             "crc32": {str(i): c for i, c in sorted(self.crcs.items())},
         }
-        write_atomically(self.state_file, json.dumps(state))
+        return json.dumps(state)
 
     def _part(self, fd: int, index: int) -> None:
         start, length = index * self.part_size, self._length(index)
@@ -304,24 +319,38 @@ class PartedDownload:
         with self.lock:
             self.crcs[index] = crc.value
             self.written.add(index)
-        self._record(fd)
+            self.lock.notify_all()
 
     def _record(self, fd: int) -> None:
-        """Record the parts written so far as done once their bytes are on disk: one fdatasync for every
-        part written before it began (a group commit: a thread that waited for another's finds its part
-        already recorded). The record never lists a part a node crash could still take back, whose
-        recorded CRC32 would then vouch for zeros."""
-        with self.syncing:
+        """The recording thread: the parts written so far become done, in the record, once their bytes
+        are on disk: one fdatasync for every part written before it began (a group commit), while the
+        part threads go on with the next parts. The record never lists a part a node crash could still
+        take back, whose recorded CRC32 would then vouch for zeros. The last parts are recorded after
+        the file's final fsync (_settle)."""
+        while True:
             with self.lock:
+                while not self.written and not self.settling and not self.failed:
+                    self.lock.wait()
+                if self.failed or not self.written:
+                    return
                 covered = set(self.written)
-            if not covered:
+            try:
+                os.fdatasync(fd)  # little to write: each part thread waited for its own bytes (WriteBehind)
+            except OSError as exc:
+                with self.lock:
+                    self.record_error, self.failed = exc, True
+                    self.lock.notify_all()
                 return
-            os.fdatasync(fd)  # little to write: each part thread waited for its own bytes (WriteBehind)
-            with self.lock:
-                self.written -= covered
-                self.done |= covered
-                self._save()
-                self.lock.notify_all()
+            self._settle(covered)
+
+    def _settle(self, covered: set[int]) -> None:
+        """Parts whose bytes are on disk: done, and in the record."""
+        with self.lock:
+            self.written -= covered
+            self.done |= covered
+            state = self._state()
+            self.lock.notify_all()
+        write_atomically(self.state_file, state)  # its fsyncs outside the lock: only this thread writes it
 
     def _hash(self, hasher) -> None:
         """Hash the parts in order as they finish (reading them back from the page cache)."""

@@ -20,18 +20,20 @@ from s3_server import SlowProxy
 STAGING = ".llm-model-puller.partial"
 
 
-def left(dest: Path) -> int:
-    """The bytes a resumed pull need not fetch again, as the staging area holds them."""
+def left(dest: Path, parted: bool) -> int:
+    """The bytes a resumed pull need not fetch again, as the staging area holds them. A large object in
+    parts (`parted`) has its file preallocated: only the parts its record lists count, none before
+    the record is written."""
     state, files = dest / STAGING / "s3-state", dest / STAGING / "files"
-    held, records = 0, list(state.glob("*.parts")) if state.is_dir() else []
-    for record in records:  # one large object, preallocated: only the parts its record lists count
-        try:
-            parts = json.loads(record.read_text())
-        except (OSError, ValueError):
-            continue
-        for index in parts["done"]:
-            held += min(parts["part_size"], parts["size"] - index * parts["part_size"])
-    if records:
+    held = 0
+    if parted:
+        for record in state.glob("*.parts") if state.is_dir() else []:
+            try:
+                parts = json.loads(record.read_text())
+            except (OSError, ValueError):
+                continue
+            for index in parts["done"]:
+                held += min(parts["part_size"], parts["size"] - index * parts["part_size"])
         return held
     for path in files.rglob("*") if files.is_dir() else []:
         if path.is_file():
@@ -39,7 +41,9 @@ def left(dest: Path) -> int:
     return held
 
 
-def resumed_pull(command: list[str], env: dict[str, str], port: int, dest: Path, size: int, rate: int) -> dict:
+def resumed_pull(
+    command: list[str], env: dict[str, str], port: int, dest: Path, size: int, rate: int, parted: bool
+) -> dict:
     """Kill a pull of `size` bytes once about half is held, run it again; the byte counts of both."""
     with SlowProxy(port, rate) as slow:
         first = subprocess.Popen(
@@ -49,11 +53,11 @@ def resumed_pull(command: list[str], env: dict[str, str], port: int, dest: Path,
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 600
-        while left(dest) < size // 2 and first.poll() is None and time.monotonic() < deadline:
+        while left(dest, parted) < size // 2 and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         first.send_signal(signal.SIGKILL)
         first.wait()
-    held = left(dest)
+    held = left(dest, parted)
     with SlowProxy(port, 0) as counted:
         started = time.monotonic()
         second = subprocess.run(command, env={**env, "AWS_ENDPOINT_URL": counted.url}, capture_output=True, text=True)

@@ -282,7 +282,9 @@ def main() -> None:
                 shutil.rmtree(dest, ignore_errors=True)
                 dest.mkdir()
                 command, env = clients(server, endpoint, source, dest, {})["puller"]
-                check = resumed_pull(command, env, server.port, dest, size, int(args.resume_check * MiB))
+                check = resumed_pull(
+                    command, env, server.port, dest, size, int(args.resume_check * MiB), not source.endswith("/")
+                )
                 shutil.rmtree(dest, ignore_errors=True)
                 results.append({"case": label, "client": "puller, killed and resumed", **check})
                 print(

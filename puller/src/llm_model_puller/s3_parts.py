@@ -1,7 +1,8 @@
 """One large S3 object in ranged parts fetched in parallel, as s5cmd and boto3's transfer manager do.
 
 The file is preallocated (sparse) to the object's size and each part written at its offset; a record
-in the staging area lists the finished parts, so a killed pod's next run fetches only the others.
+in the staging area lists the finished parts once they are synced, so a killed pod's (or a crashed
+node's) next run fetches only the others.
 Every part is asked with If-Match: <ETag>, so an object replaced mid-pull is noticed (412) and started
 again. One thread hashes the file in order behind the finished parts: the sha256 is ready when the
 last part lands, without a second pass over the weights.
@@ -336,12 +337,12 @@ class PartedDownload:
                 covered = set(self.written)
             try:
                 os.fdatasync(fd)  # little to write: each part thread waited for its own bytes (WriteBehind)
-            except OSError as exc:
+                self._settle(covered)
+            except OSError as exc:  # EIO, ENOSPC: the pull fails with it (_run_once raises it)
                 with self.lock:
                     self.record_error, self.failed = exc, True
                     self.lock.notify_all()
                 return
-            self._settle(covered)
 
     def _settle(self, covered: set[int]) -> None:
         """Parts whose bytes are on disk: done, and in the record."""
@@ -350,7 +351,7 @@ class PartedDownload:
             self.done |= covered
             state = self._state()
             self.lock.notify_all()
-        write_atomically(self.state_file, state)  # its fsyncs outside the lock: only this thread writes it
+        write_atomically(self.state_file, state)  # outside the lock: one writer at a time (recorder, then _run_once)
 
     def _hash(self, hasher) -> None:
         """Hash the parts in order as they finish (reading them back from the page cache)."""

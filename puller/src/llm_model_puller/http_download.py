@@ -18,6 +18,7 @@ from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .sources import DEFAULT_HF_ENDPOINT, redact_url
 from .store import Staging, write_atomically
+from .writeback import WriteBehind
 
 CONTENT_RANGE = re.compile(r"^bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -155,11 +156,14 @@ class Download:
             self.progress.rebase(self.size, self.total)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o666)
         try:
+            behind = WriteBehind(fd, self.size)
             for chunk in chunks(response):
                 self.hasher.update(chunk)  # hashlib lets other threads run while it hashes a large buffer
                 write_at(fd, chunk, self.size)
                 self.size += len(chunk)
+                behind.wrote(self.size)
                 self.progress.add(len(chunk))
+            behind.finish()
             os.fsync(fd)  # once per file: its bytes are on disk before anything records it as finished
         finally:
             os.close(fd)

@@ -5,7 +5,8 @@ The store is a client (s3_download.S3Client, azure_download.AzureClient) that na
 (store_checksum, checksum_request).
 
 The file is preallocated (sparse) to the object's size and each part written at its offset; a record
-in the staging area lists the finished parts, so a killed pod's next run fetches only the others.
+in the staging area lists the finished parts once they are synced, so a killed pod's (or a crashed
+node's) next run fetches only the others.
 Every part is asked with If-Match: <ETag>, so an object replaced mid-pull is noticed (412) and started
 again. One thread hashes the file in order behind the finished parts: the sha256 (and an MD5 to
 check) is ready when the last part lands, without a second pass over the weights.
@@ -25,6 +26,7 @@ from .http_download import CONTENT_RANGE, TRANSIENT_EXCEPTIONS
 from .progress import Progress, human_bytes, log
 from .retry import with_retries
 from .store import write_atomically
+from .writeback import WriteBehind
 
 MAX_RESTARTS = 3  # an object replaced again and again while it is read
 PART_BUFFER = 4 << 20  # per part thread and for the hashing thread: larger reads, fewer trips through Python
@@ -122,8 +124,11 @@ class PartedDownload:
         self.began = False
         self.part_size = probe.part_size
         self.count = -(-probe.size // self.part_size)
-        self.done: set[int] = set()
+        self.done: set[int] = set()  # parts on disk and in the record
+        self.written: set[int] = set()  # parts written, not yet synced and recorded
         self.lock = threading.Condition()
+        self.settling = False  # every part is written: the recording thread records what is left and ends
+        self.record_error: OSError | None = None  # the recording thread's fdatasync failed
         self.failed = False
         self.hashed = 0  # parts the hashing thread has read
 
@@ -141,7 +146,7 @@ class PartedDownload:
         self.checksum = self.probe.checksum()
         self.algorithms = frozenset(algorithms(self.checksum, self.wants_sha256))
         size = self.probe.size
-        self.done = self._resumable_parts()
+        self.done, self.written = self._resumable_parts(), set()
         self.crcs = {i: c for i, c in self.crcs.items() if i in self.done}
         have = sum(self._length(i) for i in self.done)
         if not self.done:
@@ -168,15 +173,17 @@ class PartedDownload:
         )
         (self.progress.rebase if self.began else self.progress.begin)(have, size)
         self.began = True
-        self.failed, self.hashed = False, 0
+        self.failed, self.hashed, self.settling, self.record_error = False, 0, False, None
         hasher = Digests(sorted(self.algorithms & IN_ORDER))
         hashing = threading.Thread(target=self._hash, args=(hasher,), name="s3-hash", daemon=True)
         fd = os.open(self.path, os.O_RDWR)
+        recording = threading.Thread(target=self._record, args=(fd,), name="s3-record", daemon=True)
         try:
             if self.algorithms & IN_ORDER:
                 hashing.start()
             if "crc32" in self.algorithms:
                 self._crc_of_old_parts(fd)
+            recording.start()
             with ThreadPoolExecutor(max_workers=self.settings.s3_max_workers, thread_name_prefix="s3-part") as pool:
                 futures = [pool.submit(self._part, fd, i) for i in range(self.count) if i not in self.done]
                 finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
@@ -185,13 +192,22 @@ class PartedDownload:
                     for future in futures:
                         future.cancel()
                     raise errors[0]
+            with self.lock:
+                self.settling = True
+                self.lock.notify_all()
+            recording.join()
+            if self.record_error:
+                raise self.record_error
             os.fsync(fd)
+            self._settle(set(self.written))
         except BaseException:
             with self.lock:
                 self.failed = True
                 self.lock.notify_all()
             raise
         finally:
+            if recording.is_alive():
+                recording.join()
             os.close(fd)
             if hashing.is_alive():
                 hashing.join()
@@ -234,6 +250,9 @@ class PartedDownload:
         return set()
 
     def _save(self) -> None:
+        write_atomically(self.state_file, self._state())
+
+    def _state(self) -> str:
         state = {
             "etag": self.probe.etag,
             "size": self.probe.size,
@@ -241,7 +260,7 @@ class PartedDownload:
             "done": sorted(self.done),
             "crc32": {str(i): c for i, c in sorted(self.crcs.items())},
         }
-        write_atomically(self.state_file, json.dumps(state))
+        return json.dumps(state)
 
     def _part(self, fd: int, index: int) -> None:
         start, length = index * self.part_size, self._length(index)
@@ -266,14 +285,17 @@ class PartedDownload:
                             if response.status_code >= 300
                             else TransientError(f"HTTP {response.status_code} to a range")
                         )
+                    behind = WriteBehind(fd, start + written[0])
                     for chunk in chunks(response, length - written[0], PART_BUFFER):
                         if "crc32" in self.algorithms:
                             crc.update(chunk)
                         write_at(fd, chunk, start + written[0])
                         written[0] += len(chunk)
+                        behind.wrote(start + written[0])
                         self.progress.add(len(chunk))
                         if self.failed:
                             return
+                    behind.finish()
             except TRANSIENT_EXCEPTIONS as exc:
                 raise TransientError(f"{type(exc).__name__} in part {index} of {self.probe.what}") from exc
             if written[0] < length:
@@ -284,9 +306,39 @@ class PartedDownload:
             return
         with self.lock:
             self.crcs[index] = crc.value
-            self.done.add(index)
-            self._save()
+            self.written.add(index)
             self.lock.notify_all()
+
+    def _record(self, fd: int) -> None:
+        """The recording thread: the parts written so far become done, in the record, once their bytes
+        are on disk: one fdatasync for every part written before it began (a group commit), while the
+        part threads go on with the next parts. The record never lists a part a node crash could still
+        take back, whose recorded CRC32 would then vouch for zeros. The last parts are recorded after
+        the file's final fsync (_settle)."""
+        while True:
+            with self.lock:
+                while not self.written and not self.settling and not self.failed:
+                    self.lock.wait()
+                if self.failed or not self.written:
+                    return
+                covered = set(self.written)
+            try:
+                os.fdatasync(fd)  # little to write: each part thread waited for its own bytes (WriteBehind)
+                self._settle(covered)
+            except OSError as exc:  # EIO, ENOSPC: the pull fails with it (_run_once raises it)
+                with self.lock:
+                    self.record_error, self.failed = exc, True
+                    self.lock.notify_all()
+                return
+
+    def _settle(self, covered: set[int]) -> None:
+        """Parts whose bytes are on disk: done, and in the record."""
+        with self.lock:
+            self.written -= covered
+            self.done |= covered
+            state = self._state()
+            self.lock.notify_all()
+        write_atomically(self.state_file, state)  # outside the lock: one writer at a time (recorder, then _run_once)
 
     def _hash(self, hasher) -> None:
         """Hash the parts in order as they finish (reading them back from the page cache)."""

@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,64,512")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--baseline", metavar="REF", help="also run the router of this git commit (before/after)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="wrk runs per target and concurrency, interleaved; the table shows their medians")
     parser.add_argument("--pause-ms", type=int, default=10, help="the paced run's pause between requests")
     parser.add_argument("--replica-connections", type=int, default=512)
     parser.add_argument("--skip-replicas", action="store_true")
@@ -90,11 +92,15 @@ def measure(args, results, targets, workdir, concurrency) -> None:
     for port, pid in targets.values():  # warm-up: connections pooled, code paths hot
         load.wrk(port, plain, 64, 2, pid, LOAD_CPU)
     for connections in concurrency:
-        for name, (port, pid) in targets.items():
-            run = load.wrk(port, plain, connections, args.duration, pid, LOAD_CPU)
-            results["latency"].setdefault(name, {})[connections] = run
-            print(f"{name:6} {connections:4} connections: {run['rate']:8.0f}/s p50 {run['p50'] * 1000:.2f} ms "
-                  f"p99 {run['p99'] * 1000:.2f} ms cpu {run['cpu_seconds']}", flush=True)
+        runs = {name: [] for name in targets}
+        for _ in range(args.repeat):  # interleaved: a burst of load from elsewhere hits every target alike
+            for name, (port, pid) in targets.items():
+                run = load.wrk(port, plain, connections, args.duration, pid, LOAD_CPU)
+                runs[name].append(run)
+                print(f"{name:6} {connections:4} connections: {run['rate']:8.0f}/s p50 {run['p50'] * 1000:.2f} ms "
+                      f"p99 {run['p99'] * 1000:.2f} ms cpu {run['cpu_seconds']}", flush=True)
+        for name in targets:
+            results["latency"].setdefault(name, {})[connections] = load.median(runs[name])
     paced = load.wrk_script(workdir, "paced", load.PLAIN, pause_ms=args.pause_ms)
     results["paced"] = {}
     for name, (port, pid) in targets.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -76,6 +77,24 @@ def wrk(port: int, script: Path, connections: int, duration: int, proxy_pid, cpu
         "cpu_seconds": sum(each) if pids else None,
         "cpu_each": each,
     }
+
+
+def median(runs: list[dict]) -> dict:
+    """Runs of one target as one: each figure's median (requests per CPU-second too), errors summed."""
+    if len(runs) == 1:
+        return runs[0]
+    merged = {key: statistics.median(run[key] for run in runs)
+              for key in ("requests", "rate", "p50", "p99")}
+    merged["connections"] = runs[0]["connections"]
+    merged["non_2xx"] = sum(run["non_2xx"] for run in runs)
+    merged["socket_errors"] = sum(run["socket_errors"] for run in runs)
+    if runs[0]["cpu_seconds"] is None:
+        merged["cpu_seconds"] = None
+    else:  # so that requests / cpu_seconds is the median of the runs' requests per CPU-second
+        merged["cpu_seconds"] = merged["requests"] / statistics.median(run["requests"] / run["cpu_seconds"]
+                                                                       for run in runs)
+    merged["runs"] = runs
+    return merged
 
 
 EVENT = re.compile(rb'"i": (\d+), "t": ([\d.]+)')

@@ -38,7 +38,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--baseline", metavar="REF", help="also run the router of this git commit (before/after)")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="wrk runs per target and concurrency, interleaved; the table shows their medians")
+                        help="wrk runs per target and concurrency, interleaved (the order reversed every other "
+                             "time); the table shows their medians")
     parser.add_argument("--pause-ms", type=int, default=10, help="the paced run's pause between requests")
     parser.add_argument("--replica-connections", type=int, default=512)
     parser.add_argument("--skip-replicas", action="store_true")
@@ -93,8 +94,10 @@ def measure(args, results, targets, workdir, concurrency) -> None:
         load.wrk(port, plain, 64, 2, pid, LOAD_CPU)
     for connections in concurrency:
         runs = {name: [] for name in targets}
-        for _ in range(args.repeat):  # interleaved: a burst of load from elsewhere hits every target alike
-            for name, (port, pid) in targets.items():
+        # interleaved, the order reversed every other time: load from elsewhere hits every target alike
+        order = list(targets.items())
+        for index in range(args.repeat):
+            for name, (port, pid) in order if index % 2 == 0 else reversed(order):
                 run = load.wrk(port, plain, connections, args.duration, pid, LOAD_CPU)
                 runs[name].append(run)
                 print(f"{name:6} {connections:4} connections: {run['rate']:8.0f}/s p50 {run['p50'] * 1000:.2f} ms "

@@ -20,6 +20,6 @@ router-test: router-venv ## pytest of the router (a fake OpenAI server and real 
 router-cluster-test: router-venv ## The router's watch of LLMModels and EndpointSlices against the local cluster (needs cluster-up).
 	$(ROUTER_VENV)/bin/python -m pytest -q router/tests_cluster
 
-bench-router: router-venv ## The router against direct and nginx on loopback: added latency, requests and chunks per CPU-second.
+bench-router: router-venv ## The router against direct and nginx on loopback: added latency, requests and chunks per CPU-second; two replicas against one.
 	@$(PYTHON) hack/apt_install.py bench-router
 	$(ROUTER_VENV)/bin/python bench/router_bench.py --json bench/out/router.json $(BENCH_ROUTER_ARGS)

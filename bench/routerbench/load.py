@@ -1,11 +1,12 @@
-"""The load: wrk for request rates and latency (one thread, closed loop), an asyncio client for the
-delay each stream chunk picks up, and a thousand held requests for memory."""
+"""The load: wrk for request rates and latency (a closed loop, or paced; one thread per replica), an
+asyncio client for the delay each stream chunk picks up, and a thousand held requests for memory."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -16,14 +17,29 @@ PLAIN = {"model": "bench", "messages": [{"role": "user", "content": "What is the
 UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
 
 
-def wrk_script(workdir: Path, name: str, body: dict) -> Path:
+def wrk_script(workdir: Path, name: str, body: dict, ports: list[int] | None = None, pause_ms: int = 0) -> Path:
+    """wrk's request; with `ports`, wrk's threads connect to them in turn (thread i to ports[i % n]: the
+    load split by connection over replicas, as a Service spreads it); with `pause_ms`, each connection
+    waits that long between an answer and its next request (a paced load, not a closed loop)."""
+    lines = [
+        'wrk.method = "POST"',
+        f"wrk.body = [[{json.dumps(body)}]]",
+        'wrk.headers["Content-Type"] = "application/json"',
+        f'wrk.headers["Authorization"] = "Bearer {API_KEY}"',
+    ]
+    if ports:
+        lines += [
+            f"local ports = {{{', '.join(map(str, ports))}}}",
+            "local started = 0",
+            "function setup(thread)",
+            '  thread.addr = wrk.lookup("127.0.0.1", tostring(ports[started % #ports + 1]))[1]',
+            "  started = started + 1",
+            "end",
+        ]
+    if pause_ms:
+        lines.append(f"function delay() return {pause_ms} end")
     script = workdir / f"{name}.lua"
-    script.write_text(
-        'wrk.method = "POST"\n'
-        f"wrk.body = [[{json.dumps(body)}]]\n"
-        'wrk.headers["Content-Type"] = "application/json"\n'
-        f'wrk.headers["Authorization"] = "Bearer {API_KEY}"\n'
-    )
+    script.write_text("\n".join(lines) + "\n")
     return script
 
 
@@ -32,15 +48,17 @@ def seconds(text: str) -> float:
     return float(value) * UNITS[unit]
 
 
-def wrk(port: int, script: Path, connections: int, duration: int, proxy_pid: int | None, cpu: str | None) -> dict:
-    """One wrk run; the proxy's CPU-seconds over it (None for the direct target)."""
-    argv = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "10s", "-s", str(script),
-            f"http://127.0.0.1:{port}/v1/chat/completions"]
+def wrk(port: int, script: Path, connections: int, duration: int, proxy_pid, cpu: str | None, threads: int = 1) -> dict:
+    """One wrk run; the proxy's CPU-seconds over it (None for the direct target). `proxy_pid` is one
+    process or a tuple of them (replicas): `cpu_each` has each one's CPU-seconds."""
+    argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "10s",
+            "-s", str(script), f"http://127.0.0.1:{port}/v1/chat/completions"]
     if cpu is not None:
         argv = ["taskset", "-c", cpu] + argv
-    before = cpu_seconds(proxy_pid) if proxy_pid else None
+    pids = () if not proxy_pid else proxy_pid if isinstance(proxy_pid, tuple) else (proxy_pid,)
+    before = [cpu_seconds(pid) for pid in pids]
     output = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 30, check=True).stdout
-    used = cpu_seconds(proxy_pid) - before if proxy_pid else None
+    each = [cpu_seconds(pid) - start for pid, start in zip(pids, before, strict=True)]
     requests = int(re.search(r"(\d+) requests in", output).group(1))
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
@@ -56,8 +74,27 @@ def wrk(port: int, script: Path, connections: int, duration: int, proxy_pid: int
         "p99": percentiles["99"],
         "non_2xx": int(bad.group(1)) if bad else 0,
         "socket_errors": sum(map(int, errors.groups())) if errors else 0,
-        "cpu_seconds": used,
+        "cpu_seconds": sum(each) if pids else None,
+        "cpu_each": each,
     }
+
+
+def median(runs: list[dict]) -> dict:
+    """Runs of one target as one: each figure's median (requests per CPU-second too), errors summed."""
+    if len(runs) == 1:
+        return runs[0]
+    merged = {key: statistics.median(run[key] for run in runs)
+              for key in ("requests", "rate", "p50", "p99")}
+    merged["connections"] = runs[0]["connections"]
+    merged["non_2xx"] = sum(run["non_2xx"] for run in runs)
+    merged["socket_errors"] = sum(run["socket_errors"] for run in runs)
+    if runs[0]["cpu_seconds"] is None:
+        merged["cpu_seconds"] = None
+    else:  # so that requests / cpu_seconds is the median of the runs' requests per CPU-second
+        merged["cpu_seconds"] = merged["requests"] / statistics.median(run["requests"] / run["cpu_seconds"]
+                                                                       for run in runs)
+    merged["runs"] = runs
+    return merged
 
 
 EVENT = re.compile(rb'"i": (\d+), "t": ([\d.]+)')

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +39,7 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 
 
 def pids_of(pid: int) -> list[int]:
-    """The process and its children (nginx's workers, the router's worker processes)."""
+    """The process and its children (nginx's workers)."""
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
@@ -68,18 +70,22 @@ def rss_mib(pid: int) -> float:
 class Proc:
     """A started process; `port` is where it serves; stopped with SIGTERM, then SIGKILL."""
 
-    def __init__(self, name: str, argv: list[str], port: int, cpu: str | None):
+    def __init__(self, name: str, argv: list[str], port: int, cpu: str | None, env: dict | None = None):
         self.name = name
         self.port = port
         prefix = ["taskset", "-c", cpu] if cpu is not None and shutil.which("taskset") else []
         self.log = tempfile.NamedTemporaryFile(prefix=f"router-bench-{name}-", suffix=".log", delete=False)
         self.popen = subprocess.Popen(prefix + argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+                                      start_new_session=True, env=env)
         wait_port(port)
 
     @property
     def pid(self) -> int:
         return self.popen.pid
+
+    def pin(self, cpu: str) -> None:
+        """Moves the running process (all its threads) to these CPUs ("0,1": anywhere)."""
+        subprocess.run(["taskset", "-a", "-p", "-c", cpu, str(self.pid)], check=True, capture_output=True)
 
     def stop(self) -> None:
         if self.popen.poll() is None:
@@ -97,7 +103,10 @@ def start_fake(cpu: str | None) -> Proc:
     return Proc("fake", [sys.executable, str(FAKE), str(port)], port, cpu)
 
 
-def start_router(fake_port: int, workdir: Path, cpu: str | None, workers: int = 1) -> Proc:
+def start_router(fake_port: int, workdir: Path, cpu: str | None, src: Path | None = None) -> Proc:
+    """One router process (API keys, metrics, routing on); `src`: another tree's router/src (a
+    baseline from git), run in place of the installed one."""
+    workdir.mkdir(parents=True, exist_ok=True)
     table = workdir / "table.json"
     table.write_text(json.dumps({"models": [
         {"namespace": "bench", "name": "bench", "phase": "Serving", "endpoints": [f"127.0.0.1:{fake_port}"]}]}))
@@ -105,11 +114,29 @@ def start_router(fake_port: int, workdir: Path, cpu: str | None, workers: int = 
     keys.write_text(json.dumps([{"name": "bench", "key": API_KEY, "namespaces": ["bench"]}]))
     port, admin = free_port(), free_port()
     argv = [sys.executable, "-m", "llm_router", "--host", "127.0.0.1", "--port", str(port), "--admin-port",
-            str(admin), "--table-file", str(table), "--api-keys-file", str(keys), "--workers", str(workers)]
-    proc = Proc("router", argv, port, cpu)
+            str(admin), "--table-file", str(table), "--api-keys-file", str(keys)]
+    env = None if src is None else {**os.environ, "PYTHONPATH": str(src)}
+    proc = Proc("router", argv, port, cpu, env)
     proc.admin_port = admin
     time.sleep(1.5)  # the table file is read on the first tick
     return proc
+
+
+def answered(proc: Proc) -> int:
+    """Requests the router answered with 200, from its own metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{proc.admin_port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(int(float(value)) for value in re.findall(r'^llm_router_requests_total\{[^}]*code="200"\} (\S+)$',
+                                                          text, re.M))
+
+
+def baseline_src(ref: str, workdir: Path) -> Path:
+    """router/src of a git commit, extracted under workdir (the router before a change, for one run)."""
+    target = workdir / "baseline"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "router/src"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target / "router" / "src"
 
 
 NGINX_CONF = """

@@ -19,7 +19,7 @@ def per_cpu(count: int, cpu: float | None) -> str:
 
 
 def table(results: dict) -> str:
-    targets = [name for name in ("direct", "nginx", "router") if name in results["latency"]]
+    targets = list(results["latency"])  # direct, nginx, router, router@<baseline>
     lines = ["| | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
     direct = results["latency"].get("direct", {})
     for connections in results["concurrency"]:
@@ -38,6 +38,16 @@ def table(results: dict) -> str:
     errors = [str(sum(run["non_2xx"] + run["socket_errors"] for run in results["latency"][name].values()))
               for name in targets]
     lines.append("| errors (non-2xx + socket) over all runs | " + " | ".join(errors) + " |")
+    if "paced" in results:
+        base = results["paced"]["direct"]
+        row = []
+        for name in targets:
+            run = results["paced"][name]
+            added = "" if name == "direct" else f" (+{ms(run['p50'] - base['p50'])} / +{ms(run['p99'] - base['p99'])})"
+            core = "" if run.get("core") is None else f", {run['core']:.2f} core"
+            row.append(f"{ms(run['p50'])} / {ms(run['p99'])}{added}; {run['rate']:,.0f}/s{core}")
+        lines.append("| 64 connections paced (a pause after each answer): p50 / p99 (added); rate, proxy CPU | "
+                     + " | ".join(row) + " |")
     if "chunks" in results:
         row = [per_cpu(results["chunks"][name]["chunks"], results["chunks"][name]["cpu_seconds"]) for name in targets]
         lines.append("| stream chunks per proxy CPU-second | " + " | ".join(row) + " |")
@@ -58,11 +68,32 @@ def table(results: dict) -> str:
                f"{results['held'][name]['holding_mib']:.0f} MiB ({results['held'][name]['answered']}"
                f"/{results['held'][name]['held']} answered)" for name in targets]
         lines.append("| RSS with 1,000 held requests | " + " | ".join(row) + " |")
-    for count, run in sorted(results.get("workers", {}).items()):
-        lines.append(f"| router, {count} worker process(es), 512 concurrent, unpinned: requests per second, "
-                     f"per CPU-second, p99, errors | | | {run['rate']:,.0f}/s, "
-                     f"{per_cpu(run['requests'], run['cpu_seconds'])}, {ms(run['p99'])}, "
-                     f"{run['non_2xx'] + run['socket_errors']} |")
+    if "replicas" in results:
+        lines += ["", replicas_table(results["replicas"])]
+    return "\n".join(lines)
+
+
+def replicas_table(layouts: dict) -> str:
+    lines = ["| router replicas, saturated | requests/s (each replica's share) | router CPU-seconds per second "
+             "(each) | requests per router CPU-second | p50 / p99 (added) | lost | stream chunks/s; per CPU-second |",
+             "|---|---|---|---|---|---|---|"]
+    for layout, runs in layouts.items():
+        direct = runs["direct"]
+        lines.append(f"| {layout}: direct | {direct['rate']:,.0f}/s | | | {ms(direct['p50'])} / {ms(direct['p99'])} | "
+                     f"{direct['non_2xx'] + direct['socket_errors']} | |")
+        for count in (1, 2):
+            run = runs[count]
+            seconds = run["seconds"]
+            answered = sum(run["answered"]) or 1
+            shares = ", ".join(f"{100 * each / answered:.0f}%" for each in run["answered"])
+            cores = ", ".join(f"{each / seconds:.2f}" for each in run["cpu_each"])
+            chunks_cpu = per_cpu(run["chunks"], sum(run["chunks_cpu_each"]))
+            lines.append(
+                f"| {layout}: {count} | {run['rate']:,.0f}/s ({shares}) | {cores} | "
+                f"{per_cpu(run['requests'], run['cpu_seconds'])} | {ms(run['p50'])} / {ms(run['p99'])} "
+                f"(+{ms(run['p50'] - direct['p50'])} / +{ms(run['p99'] - direct['p99'])}) | {run['lost']} | "
+                f"{run['chunks_rate']:,.0f}/s; {chunks_cpu} |"
+            )
     return "\n".join(lines)
 
 

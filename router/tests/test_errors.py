@@ -143,3 +143,31 @@ def wait_for(condition, timeout: float = 5.0):
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_bodies_parse_as_json_loads_parses_them():
+    """The UTF-8 fast path of the body's parse accepts and refuses exactly what json.loads does."""
+    from llm_router.handlers import parse_json
+
+    document = {"model": "qwen", "messages": [{"role": "user", "content": "café \u2603 \U0001f600"}]}
+    text = json.dumps(document, ensure_ascii=False)
+    bodies = [
+        text.encode(),
+        text.encode("utf-16-le"),
+        text.encode("utf-16"),
+        b"\xef\xbb\xbf" + text.encode(),
+        b'{"model": "\xed\xa0\x80"}',  # a lone surrogate: json.loads lets it through (surrogatepass)
+        b'{"model": "\xff"}',
+        b'{"model": "qwen",',
+        b" " + text.encode(),
+    ]
+    for body in bodies:
+        try:
+            expected = json.loads(body)
+        except ValueError as error:
+            expected = type(error)
+        try:
+            got = parse_json(body)
+        except ValueError as error:
+            got = type(error)
+        assert got == expected, body

@@ -1,6 +1,5 @@
 """The HTTP handlers: the OpenAI routes on the public port, metrics and health on the admin port."""
 
-import asyncio
 import json
 
 from .errors import RouterError
@@ -32,7 +31,7 @@ class App:
                 model_name = model.full_name
                 if body is not None:
                     request.body = body
-                task = asyncio.ensure_future(self.forwarder.forward(client, request, model))
+                task = client.loop.create_task(self.forwarder.forward(client, request, model))
                 client.task = task
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
@@ -60,7 +59,7 @@ class App:
         """The model the body names, and the body to send (rewritten when the server knows the model by
         another name), or a RouterError."""
         try:
-            body = json.loads(raw)
+            body = parse_json(raw)
         except (ValueError, UnicodeDecodeError):
             raise RouterError(400, "invalid_json", "The request body is not valid JSON.") from None
         if not isinstance(body, dict):
@@ -99,6 +98,14 @@ class App:
             for model in sorted(visible, key=lambda model: model.full_name)
         ]
         return json.dumps({"object": "list", "data": data}).encode()
+
+
+def parse_json(raw: bytes):
+    """json.loads(raw), without json's guess of the encoding (1-2 µs a request) when the body is what
+    every client sends, a UTF-8 object: then it is decoded as json.loads decodes UTF-8."""
+    if raw[:1] == b"{" and raw[1:2] != b"\x00":
+        return json.loads(raw.decode("utf-8", "surrogatepass"))
+    return json.loads(raw)
 
 
 class AdminApp:

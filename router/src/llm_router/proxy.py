@@ -66,7 +66,7 @@ class Exchange:
     def __init__(self, client, upstream, model_name, metrics):
         self.client = client
         self.upstream = upstream
-        self.future = asyncio.get_running_loop().create_future()
+        self.future = client.loop.create_future()
         self.sent_at = time.monotonic()
         self.status = 0
         self.chunked = False

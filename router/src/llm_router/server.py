@@ -41,6 +41,7 @@ class ClientConnection(asyncio.Protocol):
         self.settings = settings
         self.connections = connections
         self.transport = None
+        self.loop = None  # read once per connection: asyncio.get_running_loop() costs a getpid() on 3.11
         self.parser = httptools.HttpRequestParser(self)
         self.reading = IDLE
         self.deadline = 0.0
@@ -66,6 +67,7 @@ class ClientConnection(asyncio.Protocol):
     # --- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
+        self.loop = asyncio.get_running_loop()
         self.connections.add(self)
         self.deadline = time.monotonic() + self.settings.keepalive_timeout
         if len(self.connections) > self.settings.max_connections:

@@ -267,10 +267,10 @@ def apply_counted(kubeconfig, owner):
     sends ((method, path) in ``sent``)."""
     sent = []
 
-    def run(definitions, absent, removed_record, check_mode=False):
+    def run(definitions, absent, removed_record, check_mode=False, removals=None):
         params = {key: None for key in CONNECTION_SPEC}
         params.update(ARGUMENTS_DEFAULTS, kubeconfig=kubeconfig, definitions=definitions, absent=absent,
-                      removed_record=removed_record, **ownership_args(owner))
+                      removed_record=removed_record, removals=removals or {}, **ownership_args(owner))
         client = build_client(params)
         request = client.request
 
@@ -338,6 +338,7 @@ def test_a_removal_that_is_not_done_leaves_no_record_and_is_done_next_time(apply
 def test_a_record_on_an_object_that_is_gone_is_no_error(apply_counted, identity, read, namespace, dynamic):
     absent, record = identity
     dynamic.resources.get(api_version="v1", kind="ConfigMap").delete(name="m-pull", namespace=namespace)
-    result = apply_counted([], absent, record)
+    # As the role passes them: both in one value (removals), as templates/removals.yaml.j2 renders it.
+    result = apply_counted([], [], {}, removals={"absent": absent, "record": record})
     assert len(result["removed"]) == 3 and result["recorded"] is False and "failed" not in result
     assert read("ConfigMap", "m-pull") is None

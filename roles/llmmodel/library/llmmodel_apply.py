@@ -42,6 +42,14 @@ options:
     type: list
     elements: dict
     default: []
+  removals:
+    description:
+      - O(absent) and O(removed_record) in one value, a dict with C(absent) (a list) and C(record) (a
+        dict), as one template decides them (the role's C(templates/removals.yaml.j2), rendered once);
+        its C(absent) objects come after those of O(absent), its C(record) is used when
+        O(removed_record) is empty.
+    type: dict
+    default: {}
   removed_record:
     description:
       - An object (C(apiVersion), C(kind), C(name), C(namespace)) and an C(annotation). Once every object
@@ -157,6 +165,7 @@ ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
     "absent": {"type": "list", "elements": "dict", "default": []},
     "removed_record": {"type": "dict", "default": {}},
+    "removals": {"type": "dict", "default": {}},
     "when_served": {"type": "list", "elements": "dict", "default": []},
     "field_manager": {"type": "str", "default": "llm-operator"},
     "owner": {"type": "dict"},
@@ -345,6 +354,9 @@ def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
     objects, patches, removed, conflicts = [], {}, [], []
     recorded = False
+    removals = params.get("removals") or {}
+    absent = list(params["absent"] or []) + list(removals.get("absent") or [])
+    removed_record = params.get("removed_record") or removals.get("record") or {}
     where = ["applying"]
     with reported_api_errors(lambda: where[0], objects=objects):
         applier = Applier(client or build_client(params), params, check_mode)
@@ -363,7 +375,7 @@ def run(params, check_mode=False, diff=False, client=None):
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
         # After a conflict nothing is removed either: the model does not move until it is resolved.
-        for reference in [] if conflicts else params["absent"] or []:
+        for reference in [] if conflicts else absent:
             where[0] = "removing %s %s" % (reference.get("kind"), reference.get("name") or (reference.get("metadata") or {}).get("name"))
             existed, found = applier.remove(reference)
             if found:
@@ -371,9 +383,9 @@ def run(params, check_mode=False, diff=False, client=None):
             elif existed:
                 removed.append({"kind": reference["kind"], "name": reference.get("name") or reference["metadata"]["name"]})
         # Every object of absent is gone now (a failed removal raised): say so where the next run reads it.
-        if params["removed_record"] and not conflicts:
-            where[0] = "recording the removal on %s %s" % (params["removed_record"].get("kind"), params["removed_record"].get("name"))
-            recorded = applier.record(params["removed_record"])
+        if removed_record and not conflicts:
+            where[0] = "recording the removal on %s %s" % (removed_record.get("kind"), removed_record.get("name"))
+            recorded = applier.record(removed_record)
     changed = recorded or bool(removed) or any(item["action"] in ("created", "patched") for item in objects)
     result = {"changed": changed, "objects": objects, "removed": removed, "recorded": recorded, "conflicts": conflicts}
     if diff:

@@ -13,9 +13,12 @@ import pytest
 
 from unit_helpers import load_library_module
 
+from ansible.module_utils.llmmodel_client import CONNECTION_SPEC, build_client  # noqa: E402  (unit_helpers puts it there)
+
 pytestmark = pytest.mark.cluster
 
 llmmodel_apply = load_library_module("llmmodel_apply")
+ARGUMENTS_DEFAULTS = {key: spec.get("default") for key, spec in llmmodel_apply.ARGUMENT_SPEC.items() if key not in CONNECTION_SPEC}
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -235,3 +238,107 @@ def test_a_kept_volume_of_an_earlier_model_is_adopted(apply, read, dynamic, name
     adopted = apply([config_map], **ownership_args(owner, adopt={"ConfigMap": source}))
     assert actions(adopted) == [("ConfigMap", "patched")]
     assert read("ConfigMap", "settings")["metadata"]["labels"]["inference.ai.example.com/model-uid"] == owner["uid"]
+
+
+# --- the record of a removal (removed_record: the puller's identity, recorded on its finished Job) ---
+
+RECORD_ANNOTATION = "inference.ai.example.com/puller-identity-removed"
+
+
+@pytest.fixture
+def identity(apply, dynamic, namespace, owner):
+    """The puller's identity as the role applies it (owned by ``owner``), and a stand-in for its
+    finished Job (a ConfigMap: any kind the owner owns carries the record). Returns (absent, record)."""
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "m-puller", "namespace": namespace}}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "m-puller", "namespace": namespace},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["the-model"], "verbs": ["get"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "m-puller", "namespace": namespace},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "m-puller"},
+               "subjects": [{"kind": "ServiceAccount", "name": "m-puller", "namespace": namespace}]}
+    job = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m-pull", "namespace": namespace}, "data": {"done": "yes"}}
+    assert apply([account, role, binding, job], **ownership_args(owner))["conflicts"] == []
+    absent = [{"apiVersion": m["apiVersion"], "kind": m["kind"], "name": "m-puller", "namespace": namespace} for m in (binding, role, account)]
+    return absent, {"apiVersion": "v1", "kind": "ConfigMap", "name": "m-pull", "namespace": namespace, "annotation": RECORD_ANNOTATION}
+
+
+@pytest.fixture
+def apply_counted(kubeconfig, owner):
+    """llmmodel_apply's run in-process on a real client of the API server that notes every request it
+    sends ((method, path) in ``sent``)."""
+    sent = []
+
+    def run(definitions, absent, removed_record, check_mode=False, removals=None):
+        params = {key: None for key in CONNECTION_SPEC}
+        params.update(ARGUMENTS_DEFAULTS, kubeconfig=kubeconfig, definitions=definitions, absent=absent,
+                      removed_record=removed_record, removals=removals or {}, **ownership_args(owner))
+        client = build_client(params)
+        request = client.request
+
+        def noted(method, path, *args, **kwargs):
+            sent.append((method, path))
+            return request(method, path, *args, **kwargs)
+
+        client.request = noted
+        try:
+            return llmmodel_apply.run(params, check_mode=check_mode, client=client)
+        finally:
+            client.close()
+
+    run.sent = sent
+    return run
+
+
+def test_the_removal_is_recorded_once_every_absent_object_is_gone(apply_counted, identity, read, namespace):
+    absent, record = identity
+    first = apply_counted([], absent, record)
+    assert [item["kind"] for item in first["removed"]] == ["RoleBinding", "Role", "ServiceAccount"]
+    assert first["recorded"] is True and first["changed"] is True
+    assert read("ServiceAccount", "m-puller") is None
+    assert read("ConfigMap", "m-pull")["metadata"]["annotations"][RECORD_ANNOTATION] == "true"
+    writes = [(method, path) for method, path in apply_counted.sent if method != "GET"]
+    assert [method for method, _ in writes] == ["DELETE", "DELETE", "DELETE", "PATCH"]
+    assert writes[-1][1] == "/api/v1/namespaces/%s/configmaps/m-pull" % namespace
+
+    # A run that still names them (its cache had not seen the record yet) writes nothing.
+    del apply_counted.sent[:]
+    again = apply_counted([], absent, record)
+    assert again["removed"] == [] and again["recorded"] is False and again["changed"] is False
+    assert [method for method, _ in apply_counted.sent if method != "GET"] == []
+
+    # What the role passes once the record is there: nothing about the identity, so no request at all.
+    del apply_counted.sent[:]
+    quiet = apply_counted([], [], {})
+    assert quiet["changed"] is False and apply_counted.sent == []
+
+
+def test_a_removal_that_is_not_done_leaves_no_record_and_is_done_next_time(apply_counted, identity, read, dynamic, namespace):
+    absent, record = identity
+    # Another owner's RoleBinding under the name: not deleted, so the identity is not gone.
+    bindings = dynamic.resources.get(api_version="rbac.authorization.k8s.io/v1", kind="RoleBinding")
+    bindings.delete(name="m-puller", namespace=namespace)
+    bindings.create(namespace=namespace, body={
+        "metadata": {"name": "m-puller"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "m-puller"},
+        "subjects": [{"kind": "ServiceAccount", "name": "m-puller", "namespace": namespace}]})
+
+    refused = apply_counted([], absent, record)
+    assert [c["kind"] for c in refused["conflicts"]] == ["RoleBinding"] and refused["recorded"] is False
+    assert [item["kind"] for item in refused["removed"]] == ["Role", "ServiceAccount"]  # the model's own go
+    assert RECORD_ANNOTATION not in (read("ConfigMap", "m-pull")["metadata"].get("annotations") or {})
+
+    # The conflict resolved (its owner removed it): a run in check mode records nothing, the next run does.
+    bindings.delete(name="m-puller", namespace=namespace)
+    checked = apply_counted([], absent, record, check_mode=True)
+    assert checked["recorded"] is False
+    assert RECORD_ANNOTATION not in (read("ConfigMap", "m-pull")["metadata"].get("annotations") or {})
+    done = apply_counted([], absent, record)
+    assert done["removed"] == [] and done["recorded"] is True and done["changed"] is True
+    assert read("ConfigMap", "m-pull")["metadata"]["annotations"][RECORD_ANNOTATION] == "true"
+
+
+def test_a_record_on_an_object_that_is_gone_is_no_error(apply_counted, identity, read, namespace, dynamic):
+    absent, record = identity
+    dynamic.resources.get(api_version="v1", kind="ConfigMap").delete(name="m-pull", namespace=namespace)
+    # As the role passes them: both in one value (removals), as templates/removals.yaml.j2 renders it.
+    result = apply_counted([], [], {}, removals={"absent": absent, "record": record})
+    assert len(result["removed"]) == 3 and result["recorded"] is False and "failed" not in result
+    assert read("ConfigMap", "m-pull") is None

@@ -44,6 +44,26 @@ options:
     type: list
     elements: dict
     default: []
+  removals:
+    description:
+      - O(absent) and O(removed_record) in one value, a dict with C(absent) (a list) and C(record) (a
+        dict), as one template decides them (the role's C(templates/removals.yaml.j2), rendered once);
+        its C(absent) objects come after those of O(absent), its C(record) is used when
+        O(removed_record) is empty.
+    type: dict
+    default: {}
+  removed_record:
+    description:
+      - An object (C(apiVersion), C(kind), C(name), C(namespace)) and an C(annotation). Once every object
+        of O(absent) is gone (deleted by this run or found missing, none of another owner), the
+        annotation is set to C(true) on that object with one merge patch, if it is the owner's and
+        does not carry it yet; a later run that finds the record can leave those objects out of
+        O(absent) and look for none of them.
+      - Not written in check mode, after a conflict or when a removal fails (the next run removes and
+        records again). A missing object is no error.
+      - For the puller's identity, recorded on its pull Job (a new Job carries no record).
+    type: dict
+    default: {}
   when_served:
     description:
       - Kinds, each with C(apiVersion) and C(kind), that are optional in a cluster. A definition or an
@@ -124,6 +144,11 @@ conflicts:
   type: list
   elements: dict
   sample: [{kind: Service, name: chat, message: "Service chat already exists and is not this LLMModel's ..."}]
+recorded:
+  description: Whether the annotation of O(removed_record) was written by this run.
+  returned: always
+  type: bool
+  sample: true
 removed:
   description: The objects of O(absent) that existed and were deleted.
   returned: always
@@ -157,6 +182,8 @@ SCALED_RETRY_SECONDS = 0.5
 ARGUMENT_SPEC = {
     "definitions": {"type": "list", "elements": "dict", "required": True},
     "absent": {"type": "list", "elements": "dict", "default": []},
+    "removed_record": {"type": "dict", "default": {}},
+    "removals": {"type": "dict", "default": {}},
     "when_served": {"type": "list", "elements": "dict", "default": []},
     "field_manager": {"type": "str", "default": "llm-operator"},
     "owner": {"type": "dict"},
@@ -310,8 +337,9 @@ class Applier:
             self.patch(resource, {"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}},
                        meta["name"], namespace)
 
-    def remove(self, reference):
-        """Delete one object of ``absent`` if it exists and is the owner's. Returns (existed, conflict)."""
+    def locate(self, reference):
+        """(kind, resource, name, namespace) of a reference of ``absent`` or ``removed_record``; the
+        resource is None for an optional kind the API server does not serve."""
         metadata = reference.get("metadata") or {}
         manifest = {
             "apiVersion": reference.get("apiVersion"),
@@ -321,9 +349,13 @@ class Applier:
         }
         api_version, kind, name, namespace = identity(manifest)
         resource = self.resource(api_version, kind)
+        return kind, resource, name, namespace if resource is not None and resource.namespaced else None
+
+    def remove(self, reference):
+        """Delete one object of ``absent`` if it exists and is the owner's. Returns (existed, conflict)."""
+        kind, resource, name, namespace = self.locate(reference)
         if resource is None:
             return False, None
-        namespace = namespace if resource.namespaced else None
         live = self.read(resource, name, namespace)
         if live is None:
             return False, None
@@ -337,10 +369,31 @@ class Applier:
                 return False, None
         return True, None
 
+    def record(self, reference):
+        """Set the annotation of ``removed_record`` on its object, if it is the owner's and lacks it.
+        Returns whether it was written."""
+        kind, resource, name, namespace = self.locate(reference)
+        annotation = reference.get("annotation")
+        if not annotation:
+            raise ModuleFailure("removed_record: an annotation is required")
+        live = None if resource is None else self.read(resource, name, namespace)
+        if (live is None or self.foreign(kind, live) or self.check_mode
+                or ((live.get("metadata") or {}).get("annotations") or {}).get(annotation) == "true"):
+            return False
+        try:
+            self.patch(resource, {"metadata": {"annotations": {annotation: "true"}}}, name, namespace)
+        except NotFoundError:
+            return False
+        return True
+
 
 def run(params, check_mode=False, diff=False, client=None):
     """Everything the module does, callable in-process. Returns the result or raises ModuleFailure."""
     objects, patches, removed, conflicts = [], {}, [], []
+    recorded = False
+    removals = params.get("removals") or {}
+    absent = list(params["absent"] or []) + list(removals.get("absent") or [])
+    removed_record = params.get("removed_record") or removals.get("record") or {}
     where = ["applying"]
     with reported_api_errors(lambda: where[0], objects=objects):
         applier = Applier(client or build_client(params), params, check_mode)
@@ -359,15 +412,19 @@ def run(params, check_mode=False, diff=False, client=None):
             if body is not None:
                 patches["%s/%s" % (manifest["kind"], manifest["metadata"]["name"])] = body
         # After a conflict nothing is removed either: the model does not move until it is resolved.
-        for reference in [] if conflicts else params["absent"] or []:
+        for reference in [] if conflicts else absent:
             where[0] = "removing %s %s" % (reference.get("kind"), reference.get("name") or (reference.get("metadata") or {}).get("name"))
             existed, found = applier.remove(reference)
             if found:
                 conflicts.append(found)
             elif existed:
                 removed.append({"kind": reference["kind"], "name": reference.get("name") or reference["metadata"]["name"]})
-    changed = bool(removed) or any(item["action"] in ("created", "patched") for item in objects)
-    result = {"changed": changed, "objects": objects, "removed": removed, "conflicts": conflicts}
+        # Every object of absent is gone now (a failed removal raised): say so where the next run reads it.
+        if removed_record and not conflicts:
+            where[0] = "recording the removal on %s %s" % (removed_record.get("kind"), removed_record.get("name"))
+            recorded = applier.record(removed_record)
+    changed = recorded or bool(removed) or any(item["action"] in ("created", "patched") for item in objects)
+    result = {"changed": changed, "objects": objects, "removed": removed, "recorded": recorded, "conflicts": conflicts}
     if diff:
         result["diff"] = {"before": {}, "after": patches}
     return result

@@ -68,6 +68,17 @@ def hub(model_bytes):
         yield server
 
 
+def put_model_folder(put, put_file=None):
+    """Put the model folder every e2e object store holds in PRIVATE_BUCKET: SmolLM2's GGUF (by put_file,
+    streamed, where the store has it), a README and a licence below it."""
+    if put_file is None:
+        put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE.read_bytes())
+    else:
+        put_file(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE)
+    put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
+    put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+
+
 @pytest.fixture(scope="session")
 def object_store(tmp_path_factory):
     """A private object store: versitygw (it checks AWS Signature V4) on the bridge address, where the
@@ -75,9 +86,7 @@ def object_store(tmp_path_factory):
     access) holding SmolLM2 in a model folder of several files, and its root and reader key pairs."""
     with S3Server(tmp_path_factory.mktemp("object-store"), host=node.NODE_IP) as store:
         store.create_bucket(PRIVATE_BUCKET)
-        store.put_file(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE)
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+        put_model_folder(store.put, store.put_file)
         yield store
 
 
@@ -90,9 +99,7 @@ def gcs_store(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("gcs-store")
     with FakeGcs(workdir, host=node.NODE_IP) as store, GoogleFront(store, host=node.NODE_IP) as front:
         store.create_bucket(PRIVATE_BUCKET)
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE.read_bytes())
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+        put_model_folder(store.put)
         front.key = front.account("puller@e2e-project.iam.gserviceaccount.com")
         yield front
 
@@ -103,9 +110,7 @@ def azure_store(tmp_path_factory):
     address, with the container PRIVATE_BUCKET (no public access) holding SmolLM2 in a model folder."""
     with AzureServer(tmp_path_factory.mktemp("azure-store"), host=node.NODE_IP) as store:
         store.create_container(PRIVATE_BUCKET)
-        store.put_file(PRIVATE_BUCKET, f"{MODEL_FOLDER}/{MODEL_FILE.name}", MODEL_FILE)
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/README.md", b"SmolLM2 135M Instruct, GGUF\n")
-        store.put(PRIVATE_BUCKET, f"{MODEL_FOLDER}/licenses/LICENSE", b"Apache-2.0\n")
+        put_model_folder(store.put, store.put_file)
         yield store
 
 

@@ -31,7 +31,7 @@ from .gcs_source import GcsLocation
 from .http_download import TRANSIENT_EXCEPTIONS, Download
 from .progress import Progress, log
 from .retry import with_retries
-from .s3_download import STATE_DIR, check_layout, pull_objects, relative_path, state_paths
+from .s3_download import STATE_DIR, check_layout, finished_record, pull_objects, relative_path, state_paths
 from .store import Staging, write_atomically
 
 MAX_LIST_PAGES = 10_000
@@ -281,14 +281,7 @@ def pull_gcs(cfg: Config, staging: Staging, progress: Progress) -> tuple[list[st
 
 def finished(obj: GcsObject, staging: Staging) -> dict | None:
     """The record of an object an earlier run finished, if its generation and size are still the listing's."""
-    _, done_file = state_paths(staging, obj.key)
-    try:
-        record = json.loads(done_file.read_text())
-        size = (staging.files / obj.path).stat().st_size
-    except (OSError, ValueError):
-        return None
-    same = (record.get("generation"), record.get("size"), record.get("path")) == (obj.generation, obj.size, obj.path)
-    return record if same and size == obj.size else None
+    return finished_record(obj, staging, "generation", obj.generation)
 
 
 def pull_object(client: GcsClient, obj: GcsObject, staging: Staging, progress, cfg: Config) -> dict:

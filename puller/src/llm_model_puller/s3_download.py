@@ -367,15 +367,21 @@ def pull_objects(objects: list, staging: Staging, progress: Progress, cfg: Confi
 
 def finished(obj: S3Object, staging: Staging) -> dict | None:
     """The record of an object an earlier run finished, if its ETag and size are still the listing's."""
+    return finished_record(obj, staging, "etag", obj.etag)
+
+
+def finished_record(obj, staging: Staging, version_key: str, version) -> dict | None:
+    """The record an earlier run wrote for obj (a listed object with key, path and size), if the record's
+    version (version_key: an ETag, a generation), size and path are still the listing's and the file
+    still has that size; else None."""
     _, done_file = state_paths(staging, obj.key)
     try:
         record = json.loads(done_file.read_text())
         size = (staging.files / obj.path).stat().st_size
     except (OSError, ValueError):
         return None
-    if record.get("etag") == obj.etag and record.get("size") == size == obj.size and record.get("path") == obj.path:
-        return record
-    return None
+    same = (record.get(version_key), record.get("size"), record.get("path")) == (version, obj.size, obj.path)
+    return record if same and size == obj.size else None
 
 
 def pull_object(client: S3Client, obj: S3Object, staging: Staging, progress: SharedProgress, cfg: Config) -> dict:

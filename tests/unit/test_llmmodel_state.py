@@ -41,11 +41,11 @@ BASE = {
     "__llmmodel_server": {"problem": "", "runtime": "custom", "model_file": "", "replicas": 1, "autoscaling": False,
                           "most_replicas": 1, "startup": {"seconds": 1800, "reason": "the default"}, "health_path": "/health",
                           "strategy": "Recreate", "strategy_reason": "one replica",
-                          "metrics": {"path": "", "scrape": False, "reason": "no metrics"}},
+                          "metrics": {"path": "", "scrape": False, "reason": "no metrics"},
+                          # The preset the server runs (llmmodel_preset_pin, tasks/server.yml): the current one here.
+                          "pin": {"preset": {"image": None, "command": [], "args": []}, "changes": [], "pinned": False, "record": "{}"}},
     "_inference_ai_example_com_llmmodel": {"status": {"phase": "Serving"}},
     "__llmmodel_namespace": "ns",
-    # The preset the server runs (tasks/server.yml): the current one here.
-    "__llmmodel_preset": {"preset": {"image": None, "command": [], "args": []}, "changes": [], "pinned": False, "record": "{}"},
 }
 CRASH = {"reason": "CrashLoopBackOff", "message": "container server of pod m-1 keeps crashing; last run ended with exit code 1: boom"}
 ASTRAL = {"reason": "CrashLoopBackOff", "message": "exit code 1: 😀 \\ud83d \u2028 \"quoted\" \\\\ud83d\\ude00 done"}
